@@ -1,0 +1,3 @@
+from webgather.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,279 @@
+"""Typed, layered, frozen crawl configuration.
+
+One place holds every default (the dataclasses below, one docstring per field).
+Precedence is data, lowest first: defaults < TOML file < ``WEBGATHER_*``
+environment < command line (:data:`PRECEDENCE`). Values are validated when
+loaded and the result is frozen before the crawl starts. Limits carry their
+unit in their name (``_s`` seconds, ``_bytes``).
+
+A TOML file mirrors the sections: ``[fetch] concurrency = 256``. An environment
+variable names section and field: ``WEBGATHER_FETCH__CONCURRENCY=256``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from webgather.errors import ConfigError
+
+__all__ = [
+    "PRECEDENCE",
+    "CrawlConfig",
+    "FetchConfig",
+    "FrontierConfig",
+    "PolitenessConfig",
+    "RobotsConfig",
+    "ScopeConfig",
+    "StoreConfig",
+    "load",
+]
+
+PRECEDENCE = ("defaults", "file", "env", "cli")
+DEFAULT_USER_AGENT = "webgather/0.1 (+https://github.com/webgather/webgather)"
+
+
+@dataclass(frozen=True, slots=True)
+class PolitenessConfig:
+    min_delay_s: float = 1.0
+    """Minimum time between the end of one request to a host and the start of the next."""
+    adaptive_delay_factor: float = 0.0
+    """If > 0, delay = max(min_delay_s, factor x last response time), clamped to max_delay_s."""
+    max_delay_s: float = 60.0
+    """Upper clamp for the adaptive delay."""
+    max_crawl_delay_s: float = 30.0
+    """robots.txt Crawl-delay is honoured up to this many seconds."""
+    per_host_connections: int = 1
+    """Concurrent requests to one host."""
+    per_ip_connections: int = 4
+    """Concurrent requests to one IP address, across all hosts on it."""
+    backoff_base_s: float = 2.0
+    """First backoff after a transient error; doubles per consecutive error."""
+    backoff_max_s: float = 600.0
+    """Cap on the per-host error backoff."""
+    retry_after_max_s: float = 3600.0
+    """A Retry-After longer than this is clamped to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchConfig:
+    concurrency: int = 64
+    """Requests in flight overall."""
+    connect_timeout_s: float = 10.0
+    total_timeout_s: float = 30.0
+    """Whole request, headers and body."""
+    max_body_bytes: int = 10 * 1024 * 1024
+    """Bytes of body kept; a longer body is truncated and recorded as too_large."""
+    max_decoded_bytes: int = 50 * 1024 * 1024
+    """Decompressed bytes allowed; past this a body is a compression bomb."""
+    max_redirects: int = 5
+    max_retries: int = 2
+    """Extra attempts for transient failures (timeouts, resets, 5xx, 429)."""
+    user_agent: str = DEFAULT_USER_AGENT
+    """Sent as User-Agent; its product token is matched against robots.txt groups."""
+    parse_content_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
+    dns_ttl_s: float = 300.0
+    resolve_file: str | None = None
+    """Static ``host address`` map: resolve once, keep in a file (repeatable runs)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScopeConfig:
+    mode: Literal["seed-hosts", "domains", "any"] = "seed-hosts"
+    """Which hosts to follow links into."""
+    domains: tuple[str, ...] = ()
+    """For mode "domains": these domains and their subdomains."""
+    max_depth: int | None = None
+    """Link hops from a seed; redirects do not count as hops."""
+    max_pages_per_host: int | None = None
+    max_url_length: int = 2048
+    max_repeated_segments: int = 3
+    """A URL whose path repeats one segment more than this is a trap and skipped."""
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsConfig:
+    obey: bool = True
+    ttl_s: float = 86400.0
+    error_retry_s: float = 600.0
+    """After a 5xx or unreachable robots.txt the host is disallowed; retried after this."""
+    max_bytes: int = 500 * 1024
+    """RFC 9309: parse at least the first 500 KiB."""
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierConfig:
+    order: Literal["bfs", "opic"] = "bfs"
+    seen_memory_entries: int = 4_000_000
+    """Fingerprints kept in the seen-set's memory tier before a merge to disk."""
+    seen_cache_entries: int = 50_000
+    """Entries in the cache in front of the seen-set."""
+    seen_cache_policy: Literal["lru", "clock", "random", "static"] = "clock"
+    host_queue_memory: int = 1000
+    """URLs per host held in memory; the rest wait on disk."""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreConfig:
+    warc_max_bytes: int = 1024 * 1024 * 1024
+    """Rotate to a new WARC file past this size."""
+    warc_gzip: bool = True
+    write_link_log: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlConfig:
+    out_dir: str = "crawl-out"
+    seeds: tuple[str, ...] = ()
+    max_pages: int | None = None
+    progress: bool = True
+    politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    scope: ScopeConfig = field(default_factory=ScopeConfig)
+    robots: RobotsConfig = field(default_factory=RobotsConfig)
+    frontier: FrontierConfig = field(default_factory=FrontierConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+
+
+def load(
+    file: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cli: Mapping[str, Any] | None = None,
+) -> CrawlConfig:
+    """Merge the layers of :data:`PRECEDENCE` into one validated, frozen config.
+
+    ``cli`` maps dotted names (``"fetch.concurrency"``) or top-level names to
+    values; ``None`` values mean "not given" and are skipped.
+    """
+    layers: list[dict[str, Any]] = []
+    if file is not None:
+        layers.append(_flatten(_read_toml(Path(file))))
+    layers.append(_from_env(os.environ if env is None else env))
+    layers.append({k: v for k, v in (cli or {}).items() if v is not None})
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update(layer)
+    config = _build(CrawlConfig, merged, "")
+    _validate(config)
+    return config
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}".replace("-", "_")
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    prefix = "WEBGATHER_"
+    return {
+        key[len(prefix) :].lower().replace("__", "."): value
+        for key, value in env.items()
+        if key.startswith(prefix)
+    }
+
+
+def _build(cls: type[Any], values: dict[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    known = set()
+    for f in dataclasses.fields(cls):
+        name = prefix + f.name
+        known.add(name)
+        hint = hints[f.name]
+        if dataclasses.is_dataclass(hint):
+            kwargs[f.name] = _build(hint, values, name + ".")  # type: ignore[arg-type]
+        elif name in values:
+            kwargs[f.name] = _coerce(name, values[name], hint)
+    if not prefix:
+        unknown = [k for k in values if not _is_known(k, cls)]
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    return cls(**kwargs)
+
+
+def _is_known(name: str, cls: type[Any]) -> bool:
+    head, _, rest = name.partition(".")
+    hints = typing.get_type_hints(cls)
+    if head not in hints:
+        return False
+    hint = hints[head]
+    if rest:
+        return dataclasses.is_dataclass(hint) and _is_known(rest, hint)  # type: ignore[arg-type]
+    return not dataclasses.is_dataclass(hint)
+
+
+def _coerce(name: str, value: Any, hint: Any) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None or (isinstance(value, str) and value.lower() in ("", "none")):
+            if type(None) in args:
+                return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(name, value, inner[0])
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{name}: {value!r} is not one of {', '.join(map(str, args))}")
+        return value
+    if origin is tuple:
+        items = value.split(",") if isinstance(value, str) else list(value)
+        return tuple(str(i).strip() for i in items if str(i).strip())
+    return _coerce_scalar(name, value, hint)
+
+
+def _coerce_scalar(name: str, value: Any, hint: Any) -> Any:
+    try:
+        if hint is bool:
+            if isinstance(value, str):
+                if value.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if value.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if hint is int and isinstance(value, float) and not value.is_integer():
+            raise ValueError(value)
+        return hint(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}: {value!r} is not a valid {hint.__name__}") from None
+
+
+def _validate(config: CrawlConfig) -> None:
+    checks = [
+        (config.fetch.concurrency >= 1, "fetch.concurrency must be at least 1"),
+        (config.politeness.min_delay_s >= 0, "politeness.min_delay_s must be >= 0"),
+        (config.politeness.per_host_connections >= 1, "politeness.per_host_connections must be >= 1"),
+        (config.politeness.per_ip_connections >= 1, "politeness.per_ip_connections must be >= 1"),
+        (config.fetch.max_body_bytes > 0, "fetch.max_body_bytes must be > 0"),
+        (config.fetch.max_redirects >= 0, "fetch.max_redirects must be >= 0"),
+        (config.fetch.connect_timeout_s > 0 and config.fetch.total_timeout_s > 0, "timeouts must be > 0"),
+        (config.max_pages is None or config.max_pages >= 1, "max_pages must be >= 1"),
+        (config.scope.max_depth is None or config.scope.max_depth >= 0, "scope.max_depth must be >= 0"),
+        (config.scope.mode != "domains" or bool(config.scope.domains), 'scope.mode "domains" needs scope.domains'),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)

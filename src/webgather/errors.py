@@ -1,0 +1,134 @@
+"""The one exception tree of webgather.
+
+Every error webgather raises on purpose is a :class:`WebgatherError`. Foreign
+exceptions (aiohttp, redis, OSError, protego, warcio) are translated at the one
+boundary that talks to that library, so callers never catch a library's types::
+
+    WebgatherError
+    ├── ConfigError            bad configuration or command-line value (a user error: one line, no traceback)
+    ├── SeedError              unreadable seed file or a seed that is not a URL
+    ├── FetchError             one fetch failed; ``kind`` is the short name written to the crawl log
+    │   ├── FetchTimeout           "timeout"       connect or total time limit hit
+    │   ├── ConnectFailed          "connect"       refused, unreachable
+    │   ├── DnsFailed              "dns"           host does not resolve
+    │   ├── ConnectionReset        "reset"         peer closed or reset before a response
+    │   ├── TruncatedBody          "truncated"     body shorter than its Content-Length or chunking promised
+    │   ├── BodyTooLarge           "too_large"     body over max_body_bytes (the kept prefix is truncated)
+    │   ├── DecompressionBomb      "bomb"          decoded body over max_decoded_bytes
+    │   ├── ProtocolViolation      "protocol"      malformed HTTP from the server
+    │   └── RedirectLoop           "redirect_loop" redirect back into its own chain or past max_redirects
+    ├── StoreError             the archive or crawl state cannot be written or read
+    │   └── CorruptState           persisted state is unreadable (a clear message, never a silent reset)
+    ├── ClusterError           coordination between nodes failed
+    │   ├── BackendUnavailable     the Redis (or other) backend cannot be reached
+    │   ├── TableConflict          a bucket-table compare-and-swap lost a race
+    │   └── IncompatibleCrawl      a node's settings (M, crawl name, scope) differ from the crawl's
+    └── AnalysisError          a crawl directory holds nothing to analyse, or inputs disagree
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AnalysisError",
+    "BackendUnavailable",
+    "BodyTooLarge",
+    "ClusterError",
+    "ConfigError",
+    "ConnectFailed",
+    "ConnectionReset",
+    "CorruptState",
+    "DecompressionBomb",
+    "DnsFailed",
+    "FetchError",
+    "FetchTimeout",
+    "IncompatibleCrawl",
+    "ProtocolViolation",
+    "RedirectLoop",
+    "SeedError",
+    "StoreError",
+    "TableConflict",
+    "TruncatedBody",
+    "WebgatherError",
+]
+
+
+class WebgatherError(Exception):
+    """Base of every error webgather raises on purpose."""
+
+
+class ConfigError(WebgatherError):
+    """A configuration value, file or command-line option is invalid."""
+
+
+class SeedError(WebgatherError):
+    """A seed cannot be read or is not a crawlable URL."""
+
+
+class FetchError(WebgatherError):
+    """One fetch failed. ``kind`` is the crawl log's short error name."""
+
+    kind = "fetch"
+
+
+class FetchTimeout(FetchError):
+    kind = "timeout"
+
+
+class ConnectFailed(FetchError):
+    kind = "connect"
+
+
+class DnsFailed(FetchError):
+    kind = "dns"
+
+
+class ConnectionReset(FetchError):
+    kind = "reset"
+
+
+class TruncatedBody(FetchError):
+    kind = "truncated"
+
+
+class BodyTooLarge(FetchError):
+    kind = "too_large"
+
+
+class DecompressionBomb(FetchError):
+    kind = "bomb"
+
+
+class ProtocolViolation(FetchError):
+    kind = "protocol"
+
+
+class RedirectLoop(FetchError):
+    kind = "redirect_loop"
+
+
+class StoreError(WebgatherError):
+    """The archive or persisted crawl state cannot be written or read."""
+
+
+class CorruptState(StoreError):
+    """Persisted state exists but cannot be read back."""
+
+
+class ClusterError(WebgatherError):
+    """Coordination between crawl nodes failed."""
+
+
+class BackendUnavailable(ClusterError):
+    """The coordination backend (Redis) cannot be reached."""
+
+
+class TableConflict(ClusterError):
+    """A compare-and-swap of the bucket table lost against a newer version."""
+
+
+class IncompatibleCrawl(ClusterError):
+    """A node's crawl settings differ from those the crawl was started with."""
+
+
+class AnalysisError(WebgatherError):
+    """A crawl directory holds nothing to analyse, or its inputs disagree."""

@@ -1,0 +1,139 @@
+"""URL parsing, joining, canonical form, host keys and 64-bit fingerprints. Pure.
+
+Parsing and joining follow the WHATWG URL Standard through ``ada-url`` (a C++
+parser: about 2 microseconds a join, which matters at ~25 links per page).
+On top of the standard's serialization the canonical form
+
+* drops the fragment (it never reaches the server),
+* normalizes percent-encoding: hex digits upper-cased, escaped unreserved
+  characters (``A-Z a-z 0-9 - . _ ~``) decoded, as RFC 3986 section 6.2.2.2 allows,
+* keeps the query exactly, in its order (reordering would merge URLs a server
+  may treat as distinct).
+
+Lower-case scheme and host, IDNA (punycode) hosts, dot-segment removal and
+dropping the default port come from the standard itself. webgather crawls only
+``http`` and ``https``; anything else canonicalizes to ``None``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+
+import ada_url
+import numpy as np
+
+from webgather._types import HostKey
+
+__all__ = [
+    "canonicalize",
+    "fingerprint",
+    "fingerprints",
+    "host_key",
+    "hostname",
+    "join",
+    "path_of",
+    "resolve_link",
+]
+
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset(
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
+)
+
+
+def _normalize_escape(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+
+def _finish(href: str) -> str | None:
+    """Canonical tail work on a WHATWG-serialized absolute URL."""
+    if not (href.startswith("http://") or href.startswith("https://")):
+        return None
+    hash_at = href.find("#")
+    if hash_at >= 0:
+        href = href[:hash_at]
+    if "%" in href:
+        head, sep, rest = href.partition("//")
+        slash = rest.find("/")
+        if slash >= 0:  # leave the authority alone: escapes there are not ours to decode
+            rest = rest[:slash] + _PERCENT.sub(_normalize_escape, rest[slash:])
+        href = head + sep + rest
+    return href
+
+
+def join(base: str, href: str) -> str | None:
+    """Resolve ``href`` against ``base`` by the WHATWG URL Standard.
+
+    Returns the serialized absolute URL (fragment kept), or ``None`` where the
+    standard says failure.
+    """
+    try:
+        return str(ada_url.join_url(base, href))
+    except ValueError:
+        return None
+
+
+def canonicalize(url: str) -> str | None:
+    """Canonical form of an absolute ``http``/``https`` URL, or ``None``.
+
+    ``None`` for strings that are not valid absolute URLs and for other schemes.
+    """
+    try:
+        href = str(ada_url.normalize_url(url))
+    except ValueError:
+        return None
+    return _finish(href)
+
+
+def resolve_link(base: str, href: str) -> str | None:
+    """``canonicalize(join(base, href))`` in one step: the per-link hot path."""
+    try:
+        joined = str(ada_url.join_url(base, href))
+    except ValueError:
+        return None
+    return _finish(joined)
+
+
+def host_key(url: str) -> HostKey:
+    """``host[:port]`` of a canonical URL: the unit of politeness and partitioning."""
+    rest = url[url.index("//") + 2 :]
+    end = len(rest)
+    for stop in "/?":
+        at = rest.find(stop)
+        if 0 <= at < end:
+            end = at
+    authority = rest[:end]
+    return HostKey(authority.rpartition("@")[2])
+
+
+def hostname(url: str) -> str:
+    """The host of a canonical URL without its port (IPv6 keeps its brackets)."""
+    key = host_key(url)
+    if key.startswith("["):
+        return key[: key.index("]") + 1]
+    return key.partition(":")[0]
+
+
+def path_of(url: str) -> str:
+    """Path plus query of a canonical URL (what goes on the request line)."""
+    rest = url[url.index("//") + 2 :]
+    slash = rest.find("/")
+    return rest[slash:] if slash >= 0 else "/"
+
+
+def fingerprint(url: str) -> int:
+    """64-bit fingerprint of a canonical URL (BLAKE2b, little-endian unsigned)."""
+    digest = hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def fingerprints(urls: Iterable[str]) -> np.ndarray:
+    """Fingerprints of many canonical URLs as a ``uint64`` array, in order."""
+    blake = hashlib.blake2b
+    raw = b"".join(
+        blake(u.encode("utf-8", "surrogatepass"), digest_size=8).digest() for u in urls
+    )
+    return np.frombuffer(raw, dtype="<u8").astype(np.uint64, copy=False)
