@@ -16,7 +16,6 @@ PURE_MODULES = [
     "webgather.scope",
     "webgather.cachepolicy",
     "webgather.linkgraph",
-    "webgather.config",
 ]
 IO_NAMES = {"asyncio", "socket", "aiohttp", "httpx", "redis"}
 
