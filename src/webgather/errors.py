@@ -16,6 +16,7 @@ boundary that talks to that library, so callers never catch a library's types::
     │   ├── BodyTooLarge           "too_large"     body over max_body_bytes (the kept prefix is truncated)
     │   ├── DecompressionBomb      "bomb"          decoded body over max_decoded_bytes
     │   ├── ProtocolViolation      "protocol"      malformed HTTP from the server
+    │   ├── InvalidUrl             "invalid_url"   not an http(s) URL the fetcher can request
     │   └── RedirectLoop           "redirect_loop" redirect back into its own chain or past max_redirects
     ├── StoreError             the archive or crawl state cannot be written or read
     │   └── CorruptState           persisted state is unreadable (a clear message, never a silent reset)
@@ -42,6 +43,7 @@ __all__ = [
     "FetchError",
     "FetchTimeout",
     "IncompatibleCrawl",
+    "InvalidUrl",
     "ProtocolViolation",
     "RedirectLoop",
     "SeedError",
@@ -100,6 +102,10 @@ class DecompressionBomb(FetchError):
 
 class ProtocolViolation(FetchError):
     kind = "protocol"
+
+
+class InvalidUrl(FetchError):
+    kind = "invalid_url"
 
 
 class RedirectLoop(FetchError):
