@@ -1,0 +1,287 @@
+"""One HTTP GET per call, over one aiohttp session: ``await HttpClient.fetch(url) -> FetchResult``.
+
+``fetch`` never raises for network or HTTP trouble: every failure is a
+:class:`FetchResult` whose ``error`` is a :class:`webgather.errors.FetchError`
+kind. aiohttp's and the OS's exceptions are translated in exactly one place,
+:func:`map_transport_errors`.
+
+How the pieces meet:
+
+* The connection goes to the address from our :class:`Resolver` (static map,
+  DNS cache) through :class:`_AiohttpResolver`, so ``Host`` and TLS SNI stay the
+  URL's host. aiohttp's own DNS cache is off: ours is the only one.
+* One ``TCPConnector``: ``limit = concurrency``, no per-host limit (politeness is
+  the frontier's job), keep-alive on, no cookies, redirects not followed.
+* ``auto_decompress=False``: ``raw_body`` is the body as sent (chunked framing
+  removed), which the WARC stores; :func:`webgather.fetch.decode.decode_body`
+  makes ``body`` under ``max_decoded_bytes``.
+* ``body`` is filled only when ``error`` is None: a truncated, too-large or
+  bomb response keeps ``raw_body`` (the prefix, at most ``max_body_bytes``)
+  for the archive and gives the parser nothing.
+* Header names and values are decoded as aiohttp does (UTF-8 with
+  ``surrogateescape``): ``value.encode("utf-8", "surrogateescape")`` gives back
+  the wire bytes exactly.
+
+Called by the node's fetch workers (``runtime``), also for robots.txt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from types import TracebackType
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from yarl import URL
+
+from webgather.config import FetchConfig
+from webgather.errors import (
+    BodyTooLarge,
+    ConnectFailed,
+    ConnectionReset,
+    DnsFailed,
+    FetchError,
+    FetchTimeout,
+    InvalidUrl,
+    ProtocolViolation,
+    TruncatedBody,
+)
+from webgather.fetch.decode import ACCEPT_ENCODING, decode_body
+from webgather.fetch.model import FetchResult, Headers
+from webgather.fetch.resolver import Resolver
+from webgather.runtime.clock import Clock
+from webgather.urls import canonicalize, hostname
+
+__all__ = ["ACCEPT", "HttpClient", "map_transport_errors"]
+
+ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+_MAX_DETAIL_CHARS = 200
+
+
+class _AiohttpResolver(AbstractResolver):
+    """aiohttp's resolver seam, answered from our :class:`Resolver`."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self._resolver = resolver
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        try:
+            address = await self._resolver.resolve(host)
+        except DnsFailed as exc:  # aiohttp turns an OSError here into ClientConnectorDNSError
+            raise OSError(str(exc)) from exc
+        inet = socket.AF_INET6 if ":" in address else socket.AF_INET
+        flags = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
+        return [
+            ResolveResult(hostname=host, host=address, port=port, family=inet, proto=0, flags=flags)
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
+@dataclass(slots=True)
+class _Draft:
+    """What one fetch has learnt so far; becomes the FetchResult."""
+
+    url: str
+    request_headers: Headers
+    max_body_bytes: int
+    status: int | None = None
+    reason: str = ""
+    http_version: str = "1.1"
+    response_headers: Headers = ()
+    chunks: list[bytes] = field(default_factory=list)
+    size: int = 0
+    body: bytes = b""
+    error: str | None = None
+    error_detail: str = ""
+    truncated: bool = False
+    peer_ip: str | None = None
+
+    def fail(self, exc: FetchError) -> None:
+        self.error = exc.kind
+        detail = str(exc) or type(exc).__name__
+        self.error_detail = detail if len(detail) <= _MAX_DETAIL_CHARS else detail[:_MAX_DETAIL_CHARS] + "..."
+        self.body = b""
+
+    def result(self, started_at: float, elapsed_s: float) -> FetchResult:
+        raw = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
+        if len(raw) > self.max_body_bytes:
+            raw = raw[: self.max_body_bytes]
+        return FetchResult(
+            url=self.url, started_at=started_at, elapsed_s=elapsed_s, status=self.status,
+            reason=self.reason, http_version=self.http_version,
+            request_headers=self.request_headers, response_headers=self.response_headers,
+            raw_body=raw, body=self.body, error=self.error, error_detail=self.error_detail,
+            truncated=self.truncated, peer_ip=self.peer_ip,
+        )  # fmt: skip
+
+
+@contextmanager
+def map_transport_errors(headers_received: Callable[[], bool]) -> Iterator[None]:
+    """Translate aiohttp/OS exceptions into :class:`FetchError` kinds: the only such place.
+
+    ``headers_received()`` tells a broken connection before the response
+    (``reset``) from one during the body (``truncated``).
+    """
+    try:
+        yield
+    except FetchError:
+        raise
+    except TimeoutError as exc:  # aiohttp's ServerTimeoutError and friends are TimeoutErrors too
+        raise FetchTimeout(_text(exc, "timed out")) from exc
+    except aiohttp.ClientConnectorDNSError as exc:
+        raise DnsFailed(_text(exc.os_error, "does not resolve")) from exc
+    except aiohttp.ClientConnectorError as exc:
+        raise ConnectFailed(_text(exc.os_error, "cannot connect")) from exc
+    except aiohttp.ClientPayloadError as exc:
+        raise TruncatedBody(_text(exc, "body incomplete")) from exc
+    except aiohttp.ClientResponseError as exc:  # the response parser rejected what came
+        raise ProtocolViolation(_text(exc, "malformed response")) from exc
+    except aiohttp.InvalidURL as exc:
+        raise InvalidUrl(_text(exc, "invalid URL")) from exc
+    except (aiohttp.ClientConnectionError, OSError) as exc:  # disconnected, reset, broken pipe
+        if headers_received():
+            raise TruncatedBody(_text(exc, "connection lost during the body")) from exc
+        raise ConnectionReset(_text(exc, "connection closed before a response")) from exc
+    except aiohttp.ClientError as exc:
+        raise ProtocolViolation(_text(exc, type(exc).__name__)) from exc
+
+
+def _text(exc: BaseException | None, fallback: str) -> str:
+    text = str(exc) if exc is not None else ""
+    return " ".join(text.split()) or fallback
+
+
+class HttpClient:
+    """GET one URL at a time, many at once; see the module docstring. Use ``async with``."""
+
+    def __init__(self, config: FetchConfig, resolver: Resolver, clock: Clock, *, verify_tls: bool = True) -> None:
+        self._config = config
+        self._resolver = resolver
+        self._clock = clock
+        self._verify_tls = verify_tls
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+        self._base_headers: Headers = (
+            ("User-Agent", config.user_agent),
+            ("Accept", ACCEPT),
+            ("Accept-Encoding", ACCEPT_ENCODING),
+        )
+
+    async def __aenter__(self) -> HttpClient:
+        self._open()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Close every connection; later fetches fail with ``connect``."""
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult:
+        """GET ``url`` (no redirects followed). Never raises for network or HTTP problems."""
+        started_at = self._clock.wall()
+        start = self._clock.monotonic()
+        canonical = canonicalize(url) if isinstance(url, str) else None
+        draft = _Draft(canonical or str(url), self._request_headers(headers), self._config.max_body_bytes)
+        try:
+            if canonical is None:
+                raise InvalidUrl(f"not an absolute http(s) URL: {str(url)[:_MAX_DETAIL_CHARS]!r}")
+            with map_transport_errors(lambda: draft.status is not None):
+                await self._exchange(canonical, draft)
+        except FetchError as exc:
+            draft.fail(exc)
+        return draft.result(started_at, self._clock.monotonic() - start)
+
+    def _request_headers(self, extra: Mapping[str, str] | None) -> Headers:
+        if not extra:
+            return self._base_headers
+        given = {k.lower() for k in extra}
+        kept = tuple(h for h in self._base_headers if h[0].lower() not in given)
+        return kept + tuple((str(k), str(v)) for k, v in extra.items())
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise ConnectFailed("the HTTP client is closed")
+        if self._session is None:
+            config = self._config
+            connector = aiohttp.TCPConnector(
+                limit=config.concurrency,
+                limit_per_host=0,
+                use_dns_cache=False,
+                resolver=_AiohttpResolver(self._resolver),
+                ssl=None if self._verify_tls else False,
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                timeout=aiohttp.ClientTimeout(total=config.total_timeout_s, sock_connect=config.connect_timeout_s),
+                auto_decompress=False,
+                cookie_jar=aiohttp.DummyCookieJar(),
+                trust_env=False,
+            )
+        return self._session
+
+    async def _exchange(self, url: str, draft: _Draft) -> None:
+        session = self._open()
+        _check_headers(draft.request_headers)
+        draft.peer_ip = await self._resolver.resolve(hostname(url))
+        response = await session.get(
+            URL(url, encoded=True), headers=draft.request_headers, allow_redirects=False
+        )
+        try:
+            _take_head(response, draft)
+            await self._read_body(response, draft)
+        except BaseException:
+            response.close()  # do not reuse a connection whose body was not read to its end
+            raise
+        response.release()
+        draft.body = decode_body(
+            draft.chunks[0] if len(draft.chunks) == 1 else b"".join(draft.chunks),
+            response.headers.get("Content-Encoding"),
+            self._config.max_decoded_bytes,
+        )
+
+    async def _read_body(self, response: aiohttp.ClientResponse, draft: _Draft) -> None:
+        limit = self._config.max_body_bytes
+        content = response.content
+        while True:
+            chunk = await content.readany()
+            if not chunk:
+                return
+            draft.chunks.append(chunk)
+            draft.size += len(chunk)
+            if draft.size > limit:
+                draft.truncated = True
+                raise BodyTooLarge(f"body over max_body_bytes={limit}; kept the first {limit} bytes")
+
+
+def _take_head(response: aiohttp.ClientResponse, draft: _Draft) -> None:
+    draft.status = response.status
+    draft.reason = response.reason or ""
+    version = response.version
+    if version is not None:
+        draft.http_version = f"{version.major}.{version.minor}"
+    draft.request_headers = tuple(response.request_info.headers.items())
+    draft.response_headers = tuple(
+        (name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
+        for name, value in response.raw_headers
+    )
+
+
+def _check_headers(headers: Headers) -> None:
+    for name, value in headers:
+        if not name or any(c in name for c in ":\r\n\0 ") or any(c in value for c in "\r\n\0"):
+            raise ProtocolViolation(f"refusing to send a malformed request header {name!r}")
