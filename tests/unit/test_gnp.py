@@ -1,0 +1,92 @@
+"""GNP: coordinates from latencies, prediction, top-K choice, httpping noise filter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.linalg import orthogonal_procrustes
+
+from webgather import gnp
+from webgather.errors import AnalysisError, ConfigError
+
+
+def _dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.sqrt(((a[:, None, :] - b[None, :, :]) ** 2).sum(axis=2))
+
+
+def _aligned(found: np.ndarray, truth: np.ndarray) -> np.ndarray:
+    """``found`` moved onto ``truth`` by translation + rotation/reflection (no scaling)."""
+    f0, t0 = found - found.mean(axis=0), truth - truth.mean(axis=0)
+    rot, _ = orthogonal_procrustes(f0, t0)
+    return np.asarray(f0 @ rot + truth.mean(axis=0))
+
+
+@pytest.mark.parametrize("method", ["L-BFGS-B", "Nelder-Mead"])
+def test_recovers_exact_plane_coordinates_from_euclidean_latencies(method: str) -> None:
+    rng = np.random.default_rng(7)
+    landmarks = rng.uniform(0, 100, (6, 2))
+    found = gnp.fit_landmarks(_dist(landmarks, landmarks), 2, rng, method=method)
+    assert np.allclose(_aligned(found, landmarks), landmarks, atol=1e-4)
+
+
+def test_hosts_placed_exactly_and_pairwise_distances_predicted() -> None:
+    rng = np.random.default_rng(3)
+    landmarks = rng.uniform(0, 100, (9, 2))
+    hosts = rng.uniform(0, 100, (20, 2))
+    lm = gnp.fit_landmarks(_dist(landmarks, landmarks), 2, rng)
+    placed = gnp.place(lm, _dist(hosts, landmarks), rng)
+    assert placed.shape == (20, 2)
+    predicted = gnp.predict(placed[:, None, :], placed[None, :, :])
+    assert np.allclose(predicted, _dist(hosts, hosts), atol=1e-5)
+    one = gnp.place(lm, _dist(hosts[:1], landmarks)[0], rng)
+    assert one.shape == (2,)
+    assert gnp.predict(one, placed[0]) == pytest.approx(0.0, abs=1e-5)
+
+
+def test_predict_is_euclidean() -> None:
+    assert gnp.predict(np.array([0.0, 0.0]), np.array([3.0, 4.0])) == pytest.approx(5.0)
+
+
+def test_top_k_and_choose_node() -> None:
+    nodes = np.array([[0.0, 0.0], [10.0, 0.0], [1.0, 0.0], [2.0, 0.0], [50.0, 0.0]])
+    site = np.array([0.4, 0.0])
+    assert list(gnp.top_k_nearest(site, nodes, 3)) == [0, 2, 3]
+    assert list(gnp.top_k_nearest(site, nodes, 9)) == [0, 2, 3, 1, 4]
+    rng = np.random.default_rng(0)
+    picks = [gnp.choose_node(site, nodes, 3, rng) for _ in range(300)]
+    assert set(picks) == {0, 2, 3}
+    counts = np.bincount(picks, minlength=5)
+    assert counts[[0, 2, 3]].min() > 70  # uniform over the three, 100 expected each
+    assert {gnp.choose_node(site, nodes, 1, rng) for _ in range(20)} == {0}
+
+
+def test_filter_samples_keeps_the_three_fullest_buckets() -> None:
+    samples = [10, 11, 12, 20, 21, 30, 95, 31, 32, 33]
+    # buckets of 10: {1: 3 samples, 2: 2, 3: 4, 9: 1 (the outlier 95)} -> keep 3, 1, 2
+    assert gnp.filter_samples(samples, 10) == pytest.approx(200 / 9)
+    assert gnp.filter_samples(samples, 10, keep=1) == pytest.approx(31.5)
+    assert gnp.filter_samples([5.0], 10) == 5.0
+    # ties between equally full buckets go to the lower latency
+    assert gnp.filter_samples([1, 11, 21, 31], 10) == pytest.approx(11.0)
+
+
+def test_bad_input_raises_webgather_errors() -> None:
+    rng = np.random.default_rng(0)
+    with pytest.raises(AnalysisError):
+        gnp.fit_landmarks(np.zeros((3, 3)), 2, rng)
+    with pytest.raises(AnalysisError):
+        gnp.fit_landmarks(np.ones((2, 3)), 2, rng)
+    with pytest.raises(ConfigError):
+        gnp.fit_landmarks(np.ones((3, 3)), 0, rng)
+    with pytest.raises(ConfigError):
+        gnp.fit_landmarks(np.ones((3, 3)), 2, rng, method="bogus")
+    with pytest.raises(AnalysisError):
+        gnp.place(np.zeros((3, 2)), np.ones(4), rng)
+    with pytest.raises(AnalysisError):
+        gnp.filter_samples([], 10)
+    with pytest.raises(AnalysisError):
+        gnp.filter_samples([1.0, float("nan")], 10)
+    with pytest.raises(ConfigError):
+        gnp.filter_samples([1.0], 0)
+    with pytest.raises(ConfigError):
+        gnp.top_k_nearest(np.zeros(2), np.zeros((3, 2)), 0)
