@@ -1,0 +1,63 @@
+"""What to do with one fetch result. Pure.
+
+The pipeline asks :func:`decide` and then only carries the decision out, so
+the rules of docs/contracts.md ("What a crawl does with each URL") live here,
+testable without a network: retry or not, redirect target or loop, parse as a
+page, as a sitemap, or not at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from webgather.config import CrawlConfig
+from webgather.fetch.model import FetchResult
+from webgather.fetch.redirects import REDIRECT_STATUSES, redirect_target
+from webgather.fetch.retry import is_transient, retry_after_s
+from webgather.frontier.model import CrawlItem
+
+__all__ = ["Decision", "decide"]
+
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    retry: bool = False
+    """Requeue the item (attempt + 1) instead of recording a final fetch."""
+    not_before_s: float = 0.0
+    """For retries and for the host: wait at least this long (Retry-After)."""
+    redirect_to: str | None = None
+    """Canonical redirect target to route as a new URL."""
+    error: str | None = None
+    """Final error kind for the crawl log (may add to the fetch's own)."""
+    parse: str | None = None
+    """"page" or "sitemap" when the body is to be parsed."""
+    host_error: bool = False
+    """The host misbehaved (5xx, 429, network): back it off."""
+
+
+def decide(item: CrawlItem, result: FetchResult, config: CrawlConfig, now_wall: float) -> Decision:
+    """The contract's rules for one result of one attempt of ``item``."""
+    status, error = result.status, result.error
+    transient = is_transient(result)
+    wait_s = retry_after_s(result, now_wall, max_s=config.politeness.retry_after_max_s) or 0.0
+    if transient and item.attempt < config.fetch.max_retries:
+        return Decision(retry=True, not_before_s=wait_s, error=error, host_error=True)
+    if status in REDIRECT_STATUSES and error is None:
+        return _redirect(item, result, config)
+    parse = None
+    if error is None and status is not None and 200 <= status < 300:
+        if item.kind == "sitemap":
+            parse = "sitemap"
+        elif result.content_type in config.fetch.parse_content_types:
+            parse = "page"
+    return Decision(not_before_s=wait_s, error=error, parse=parse, host_error=transient)
+
+
+def _redirect(item: CrawlItem, result: FetchResult, config: CrawlConfig) -> Decision:
+    target = redirect_target(result)
+    if target is None:
+        return Decision(error="bad_redirect")
+    if target == item.url or item.redirects + 1 > config.fetch.max_redirects:
+        return Decision(error="redirect_loop")
+    return Decision(redirect_to=target)

@@ -1,0 +1,315 @@
+"""One crawl node: the composition root's run loop.
+
+A single dispatcher asks the frontier for the next item whose host may be
+fetched (:meth:`Frontier.next_ready`), starts one task per fetch under a
+semaphore of ``fetch.concurrency``, and sleeps until the frontier's wake time
+or until a fetch completes. Every task runs inside one ``TaskGroup``; shutdown
+is the 500-lines pattern: stop dispatching, let fetches in flight finish
+(bounded by ``drain_timeout_s``), then flush the archive and the frontier.
+
+Robots: the first time a host appears, its robots.txt is fetched and the host
+is deferred in the frontier until it is known (see :mod:`webgather.runtime.robots`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import signal
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from webgather.fetch.model import FetchResult
+from webgather.frontier.model import CrawlItem
+from webgather.outcome import decide
+from webgather.runtime.parts import NodeParts
+from webgather.runtime.pipeline import HostFingerprints, extract, log_entry, make_items
+from webgather.runtime.robots import fetch_robots
+from webgather.urls import canonicalize, fingerprint, host_key, hostname
+
+__all__ = ["CrawlNode"]
+
+Router = Callable[[list[CrawlItem], float], list[CrawlItem]]
+"""Takes scope-checked items, returns the ones that were new at this node."""
+
+
+class CrawlNode:
+    """Runs the crawl of the buckets this node owns until its frontier is empty."""
+
+    def __init__(self, parts: NodeParts, *, router: Router | None = None, drain_timeout_s: float = 5.0) -> None:
+        self.parts = parts
+        self.node_id = parts.node_id
+        self.stats = parts.stats
+        self._route: Router = router or self.add_local
+        self._drain_timeout_s = drain_timeout_s
+        self._wakeup = asyncio.Event()
+        self._stopping = False
+        self._active: set[asyncio.Task[None]] = set()
+        self._robots_started: set[str] = set()
+        self._robots_pending = 0
+        self._dead_hosts: dict[str, str] = {}
+        self._host_fp = HostFingerprints()
+        self._slots = asyncio.Semaphore(parts.config.fetch.concurrency)
+
+    # -- routing ------------------------------------------------------------
+    def add_local(self, items: list[CrawlItem], now: float) -> list[CrawlItem]:
+        """Seen-test and enqueue items this node owns; start robots for new hosts."""
+        fresh = self.parts.frontier.add(items, now)
+        self.stats.urls_new += len(fresh)
+        for item in fresh:
+            host = host_key(item.url)
+            if host not in self._robots_started:
+                self._start_robots(host, item.url)
+        if fresh:
+            self._wakeup.set()
+        return fresh
+
+    def add_seeds(self, seeds: Sequence[str]) -> int:
+        items = [CrawlItem(u, fingerprint(u), depth=0) for u in seeds]
+        items = make_items(items, self.parts.scope)
+        return len(self._route(items, self.parts.clock.monotonic()))
+
+    # -- lifecycle ----------------------------------------------------------
+    def stop(self) -> None:
+        """Stop dispatching; fetches in flight finish, state is flushed."""
+        self._stopping = True
+        self._wakeup.set()
+
+    async def run(self) -> None:
+        """Crawl until the frontier is empty, max_pages is reached, or stop()."""
+        loop = asyncio.get_running_loop()
+        self._install_signals(loop)
+        self._resume_hosts()
+        try:
+            async with asyncio.TaskGroup() as group:
+                await self._dispatch(group)
+                await self._drain()
+        finally:
+            self._remove_signals(loop)
+
+    def _install_signals(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(sig, self.stop)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass  # not the main thread (tests): the caller stops us instead
+
+    def _remove_signals(self, loop: asyncio.AbstractEventLoop) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.remove_signal_handler(sig)
+            except (NotImplementedError, RuntimeError, ValueError):
+                pass
+
+    def _resume_hosts(self) -> None:
+        """After a restart, queued hosts need their robots.txt again."""
+        for host, sample_url in self.parts.frontier.queued_hosts():
+            if host not in self._robots_started:
+                self._start_robots(host, sample_url)
+
+    def _page_budget_left(self) -> bool:
+        limit = self.parts.config.max_pages
+        return limit is None or self.stats.pages + len(self._active) < limit
+
+    async def _dispatch(self, group: asyncio.TaskGroup) -> None:
+        frontier, clock = self.parts.frontier, self.parts.clock
+        while not self._stopping and self._page_budget_left():
+            item, wake_at = frontier.next_ready(clock.monotonic())
+            if item is None:
+                if self._finished():
+                    return
+                await self._sleep_until(wake_at)
+                continue
+            await self._slots.acquire()
+            task = group.create_task(self._process(item))
+            self._active.add(task)
+            task.add_done_callback(self._active.discard)
+
+    def _finished(self) -> bool:
+        return not self._active and self._robots_pending == 0 and self.parts.frontier.is_done()
+
+    async def _sleep_until(self, wake_at: float) -> None:
+        delay = wake_at - self.parts.clock.monotonic()
+        self._wakeup.clear()
+        if delay <= 0:
+            await asyncio.sleep(0)
+            return
+        handle = asyncio.get_running_loop().call_later(min(delay, 3600.0) if math.isfinite(delay) else 3600.0, self._wakeup.set)
+        try:
+            await self._wakeup.wait()
+        finally:
+            handle.cancel()
+
+    async def _drain(self) -> None:
+        if self._active:
+            _done, pending = await asyncio.wait(set(self._active), timeout=self._drain_timeout_s)
+            for task in pending:
+                task.cancel()  # its item stays in flight in the frontier: fetched again on resume
+
+    # -- one fetch ------------------------------------------------------------
+    async def _process(self, item: CrawlItem) -> None:
+        try:
+            await self._fetch_and_handle(item)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # worker top loop: one bad page must not end the crawl
+            await self._record_internal_error(item, exc)
+        finally:
+            self._slots.release()
+            self._wakeup.set()
+
+    async def _fetch_and_handle(self, item: CrawlItem) -> None:
+        parts = self.parts
+        host = host_key(item.url)
+        dead = self._dead_hosts.get(host)
+        rules = parts.robots.rules_for(host)
+        if dead is not None or (rules is not None and not rules.allowed(item.url)):
+            await self._record_unfetched(item, dead or "robots", release_host=True)
+            return
+        result = await parts.http.fetch(item.url)
+        await self._handle(item, result)
+
+    async def _handle(self, item: CrawlItem, result: FetchResult) -> None:
+        parts, clock = self.parts, self.parts.clock
+        decision = decide(item, result, parts.config, clock.wall())
+        self.stats.attempts += 1
+        now = clock.monotonic()
+        if decision.retry:
+            self.stats.retries += 1
+            await parts.writer.write(result, log_entry(item, result, decision, self.node_id, 0), None)
+            backoff = parts.config.politeness.backoff_base_s * (2 ** item.attempt)
+            parts.frontier.retry(item, now, not_before=now + max(decision.not_before_s, backoff))
+            return
+        extracted = extract(item, result, decision, parts.scope, self._host_fp)
+        self.stats.links_found += extracted.links_found
+        entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
+        self._route(extracted.items, now)
+        await parts.writer.write(result, entry, _link_log_args(item, extracted.link_records, self._host_fp))
+        self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body))
+        parts.frontier.complete(
+            item, clock.monotonic(), response_time_s=result.elapsed_s,
+            error=decision.host_error, retry_after_s=decision.not_before_s or None,
+        )
+
+    async def _record_unfetched(self, item: CrawlItem, error: str, *, release_host: bool) -> None:
+        parts = self.parts
+        entry = _unfetched_entry(item, error, self.node_id, parts.clock.wall())
+        await parts.writer.log(entry)
+        self.stats.errors[error] += 1
+        if release_host:
+            parts.frontier.complete(item, parts.clock.monotonic(), response_time_s=None, skipped=True)
+
+    async def _record_internal_error(self, item: CrawlItem, exc: Exception) -> None:
+        parts = self.parts
+        entry = _unfetched_entry(item, "internal", self.node_id, parts.clock.wall())
+        entry["detail"] = f"{type(exc).__name__}: {exc}"[:300]
+        try:
+            await parts.writer.log(entry)
+        finally:
+            self.stats.errors["internal"] += 1
+            parts.frontier.complete(item, parts.clock.monotonic(), error=True)
+
+    # -- robots -------------------------------------------------------------
+    def _start_robots(self, host: str, sample_url: str) -> None:
+        self._robots_started.add(host)
+        self._robots_pending += 1
+        self.parts.frontier.defer_host(host, math.inf)
+        origin = sample_url[: sample_url.index("//") + 2] + host
+        asyncio.get_running_loop().create_task(self._robots_task(host, origin))
+
+    async def _robots_task(self, host: str, origin: str) -> None:
+        try:
+            await self._fetch_robots_once(host, origin)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # worker top loop: a robots failure must not end the crawl
+            self._drop_host(host, "robots_unavailable", f"{type(exc).__name__}: {exc}")
+        finally:
+            self._robots_pending -= 1
+            self._wakeup.set()
+
+    async def _fetch_robots_once(self, host: str, origin: str) -> None:
+        parts = self.parts
+        if parts.config.robots.obey is False:
+            parts.robots.set_allow_all(host)
+            parts.frontier.defer_host(host, parts.clock.monotonic())
+            return
+        await self._learn_ip(host)
+        outcome = await fetch_robots(origin, parts.http.fetch, parts.config.fetch.user_agent, parts.config.robots.max_bytes)
+        for result in outcome.results:
+            self.stats.robots_fetches += 1
+            await parts.writer.write(result, _robots_entry(result, self.node_id), None)
+        await self._apply_robots(host, origin, outcome.rules, outcome.dns_failed)
+
+    async def _learn_ip(self, host: str) -> None:
+        try:
+            ip = await self.parts.resolver.resolve(hostname("http://" + host + "/"))
+        except Exception:  # DNS failure shows up again, classified, in the robots fetch
+            return
+        self.parts.frontier.set_host_ip(host, ip)
+
+    async def _apply_robots(self, host: str, origin: str, rules: Any, dns_failed: bool) -> None:
+        parts, now = self.parts, self.parts.clock.monotonic()
+        if dns_failed:
+            self._drop_host(host, "dns", "host does not resolve")
+            return
+        if rules is None:
+            if parts.robots.record_failure(host, now):
+                self._drop_host(host, "robots_unavailable", "robots.txt failed repeatedly")
+            else:
+                self._robots_pending += 1  # the retry below still owes the host an answer
+                asyncio.get_running_loop().call_later(parts.config.robots.error_retry_s, self._retry_robots, host, origin)
+            return
+        parts.robots.record_rules(host, rules, now)
+        delay = rules.crawl_delay_s
+        if delay:
+            parts.frontier.set_crawl_delay(host, min(delay, parts.config.politeness.max_crawl_delay_s))
+        parts.frontier.defer_host(host, now + parts.config.politeness.min_delay_s)
+        self._enqueue_sitemaps(rules.sitemaps)
+
+    def _retry_robots(self, host: str, origin: str) -> None:
+        # the pending count taken when this retry was scheduled passes to the new task
+        asyncio.get_running_loop().create_task(self._robots_task(host, origin))
+
+    def _enqueue_sitemaps(self, sitemaps: Sequence[str]) -> None:
+        items = []
+        for raw in sitemaps:
+            url = canonicalize(raw)
+            if url is not None:
+                items.append(CrawlItem(url, fingerprint(url), depth=0, kind="sitemap"))
+        self._route(make_items(items, self.parts.scope), self.parts.clock.monotonic())
+
+    def _drop_host(self, host: str, error: str, detail: str) -> None:
+        self._dead_hosts[host] = error
+        dropped = self.parts.frontier.drop_host(host)
+        wall = self.parts.clock.wall()
+        for item in dropped:
+            entry = _unfetched_entry(item, error, self.node_id, wall)
+            entry["detail"] = detail
+            self.parts.writer.log_nowait(entry)
+            self.stats.errors[error] += 1
+
+
+def _unfetched_entry(item: CrawlItem, error: str, node: str, wall: float) -> dict[str, object]:
+    return {
+        "url": item.url, "host": host_key(item.url), "status": None, "error": error,
+        "bytes": 0, "fetched_at": round(wall, 3), "kind": item.kind, "node": node,
+        "depth": item.depth, "attempt": item.attempt, "retry": False,
+    }
+
+
+def _robots_entry(result: FetchResult, node: str) -> dict[str, object]:
+    return {
+        "url": result.url, "host": host_key(result.url), "status": result.status,
+        "error": result.error, "bytes": len(result.raw_body), "fetched_at": round(result.started_at, 3),
+        "kind": "robots", "node": node, "retry": False, "elapsed_s": round(result.elapsed_s, 4),
+    }
+
+
+def _link_log_args(
+    item: CrawlItem, records: list[tuple[str, int, int, str, bool]] | None, host_fp: HostFingerprints
+) -> tuple[str, int, int, list[tuple[str, int, int, str, bool]]] | None:
+    if records is None:
+        return None
+    return (item.url, item.fp, host_fp(host_key(item.url)), records)
+

@@ -1,0 +1,134 @@
+"""Per fetch result: decide -> parse -> archive -> route. The only place those meet.
+
+Order matters for crash safety: the links a page yields are added to the
+frontier (durably) and its crawl-log entry is written before the frontier marks
+the page done, so a kill -9 at any point loses no discovered URL; at worst the
+page is fetched again after a restart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from webgather.config import CrawlConfig
+from webgather.fetch.model import FetchResult
+from webgather.frontier.model import CrawlItem
+from webgather.outcome import Decision
+from webgather.parse.links import followable, parse_page
+from webgather.parse.sitemap import parse_sitemap
+from webgather.scope import Scope
+from webgather.urls import canonicalize, fingerprint, host_key
+
+__all__ = ["Extracted", "extract", "log_entry", "make_items"]
+
+LinkRecord = tuple[str, int, int, str, bool]
+
+
+@dataclass(slots=True)
+class Extracted:
+    items: list[CrawlItem]
+    """New URLs to route (already scope-checked)."""
+    link_records: list[LinkRecord] | None
+    """(dst_url, dst_fp, dst_host_fp, anchor, nofollow) for the link log, or None."""
+    links_found: int = 0
+
+
+class HostFingerprints:
+    """Fingerprints of host keys, memoized: the link log needs one per link."""
+
+    def __init__(self, max_entries: int = 200_000) -> None:
+        self._cache: dict[str, int] = {}
+        self._max = max_entries
+
+    def __call__(self, host: str) -> int:
+        value = self._cache.get(host)
+        if value is None:
+            if len(self._cache) >= self._max:
+                self._cache.clear()
+            value = self._cache[host] = fingerprint(host)
+        return value
+
+
+def extract(
+    item: CrawlItem,
+    result: FetchResult,
+    decision: Decision,
+    scope: Scope,
+    host_fp: HostFingerprints,
+) -> Extracted:
+    """New crawl items (redirect target, links or sitemap URLs) and link-log records."""
+    if decision.redirect_to is not None:
+        target = CrawlItem(
+            decision.redirect_to, fingerprint(decision.redirect_to),
+            depth=item.depth, redirects=item.redirects + 1, priority=float(item.depth),
+        )
+        return Extracted(make_items([target], scope), None)
+    if decision.parse == "sitemap":
+        return _from_sitemap(result, scope)
+    if decision.parse == "page":
+        return _from_page(item, result, scope, host_fp)
+    return Extracted([], None)
+
+
+def _from_page(item: CrawlItem, result: FetchResult, scope: Scope, host_fp: HostFingerprints) -> Extracted:
+    page = parse_page(item.url, result.body, result.header("Content-Type"))
+    links = followable(page)
+    depth = item.depth + 1
+    records: list[LinkRecord] = []
+    candidates: dict[str, CrawlItem] = {}
+    for link in links:
+        url = link.url
+        fp = fingerprint(url)
+        records.append((url, fp, host_fp(host_key(url)), link.anchor, link.nofollow))
+        if url not in candidates:
+            candidates[url] = CrawlItem(url, fp, depth=depth, priority=float(depth))
+    return Extracted(make_items(candidates.values(), scope), records, len(page.links))
+
+
+def _from_sitemap(result: FetchResult, scope: Scope) -> Extracted:
+    doc = parse_sitemap(result.body)
+    items: list[CrawlItem] = []
+    for raw in doc.urls:
+        url = canonicalize(raw)
+        if url is not None:
+            items.append(CrawlItem(url, fingerprint(url), depth=1, priority=1.0))
+    for raw in doc.sitemaps:
+        url = canonicalize(raw)
+        if url is not None:
+            items.append(CrawlItem(url, fingerprint(url), depth=0, kind="sitemap"))
+    return Extracted(make_items(items, scope), None, len(doc.urls) + len(doc.sitemaps))
+
+
+def make_items(items: Iterable[CrawlItem], scope: Scope) -> list[CrawlItem]:
+    """The items scope lets in (trap guards, host mode, depth, URL length)."""
+    return [i for i in items if scope.reject(i.url, i.depth) is None]
+
+
+def log_entry(
+    item: CrawlItem,
+    result: FetchResult,
+    decision: Decision,
+    node: str,
+    links: int,
+) -> dict[str, object]:
+    """The crawl-log line of one attempt (docs/contracts.md)."""
+    return {
+        "url": item.url,
+        "host": host_key(item.url),
+        "status": result.status,
+        "error": decision.error,
+        "bytes": len(result.raw_body),
+        "fetched_at": round(result.started_at, 3),
+        "kind": item.kind,
+        "node": node,
+        "depth": item.depth,
+        "attempt": item.attempt,
+        "retry": decision.retry,
+        "elapsed_s": round(result.elapsed_s, 4),
+        "content_type": result.content_type or None,
+        "redirect": decision.redirect_to,
+        "links": links,
+        "ip": result.peer_ip,
+        "detail": result.error_detail or None,
+    }

@@ -1,0 +1,56 @@
+"""Counters of a running node: typed, no global state.
+
+The node owns one :class:`CrawlStats`; the progress display and the summary
+read it. Pages per interval are kept for the load-balance figures (the
+documents' Table 1 needs each node's pages per interval).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+__all__ = ["CrawlStats"]
+
+
+@dataclass
+class CrawlStats:
+    started_at: float = 0.0
+    """Wall clock at start."""
+    interval_s: float = 10.0
+    pages: int = 0
+    """Final fetch attempts of pages and sitemaps (the crawl's fetched set)."""
+    attempts: int = 0
+    retries: int = 0
+    robots_fetches: int = 0
+    bytes_received: int = 0
+    links_found: int = 0
+    urls_new: int = 0
+    status: Counter[int] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    per_interval: Counter[int] = field(default_factory=Counter)
+    """Pages completed in interval k = floor((t - started_at) / interval_s)."""
+
+    def record_page(self, now_wall: float, status: int | None, error: str | None, size: int) -> None:
+        self.pages += 1
+        self.bytes_received += size
+        if status is not None:
+            self.status[status] += 1
+        if error is not None:
+            self.errors[error] += 1
+        self.per_interval[int((now_wall - self.started_at) // self.interval_s)] += 1
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "pages": self.pages,
+            "attempts": self.attempts,
+            "retries": self.retries,
+            "robots_fetches": self.robots_fetches,
+            "bytes_received": self.bytes_received,
+            "links_found": self.links_found,
+            "urls_new": self.urls_new,
+            "status": {str(k): v for k, v in sorted(self.status.items())},
+            "errors": dict(sorted(self.errors.items())),
+            "interval_s": self.interval_s,
+            "pages_per_interval": [self.per_interval.get(i, 0) for i in range(max(self.per_interval, default=-1) + 1)],
+        }
