@@ -20,6 +20,7 @@ boundary that talks to that library, so callers never catch a library's types::
     │   └── RedirectLoop           "redirect_loop" redirect back into its own chain or past max_redirects
     ├── StoreError             the archive or crawl state cannot be written or read
     │   └── CorruptState           persisted state is unreadable (a clear message, never a silent reset)
+    ├── FrontierError          the frontier was used wrongly (e.g. complete() of an item not in flight)
     ├── ClusterError           coordination between nodes failed
     │   ├── BackendUnavailable     the Redis (or other) backend cannot be reached
     │   ├── TableConflict          a bucket-table compare-and-swap lost a race
@@ -42,6 +43,7 @@ __all__ = [
     "DnsFailed",
     "FetchError",
     "FetchTimeout",
+    "FrontierError",
     "IncompatibleCrawl",
     "InvalidUrl",
     "ProtocolViolation",
@@ -118,6 +120,10 @@ class StoreError(WebgatherError):
 
 class CorruptState(StoreError):
     """Persisted state exists but cannot be read back."""
+
+
+class FrontierError(WebgatherError):
+    """The frontier was asked something impossible (finish an item not in flight, a bad bucket)."""
 
 
 class ClusterError(WebgatherError):
