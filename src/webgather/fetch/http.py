@@ -36,6 +36,7 @@ from types import TracebackType
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, TransferEncodingError
 from yarl import URL
 
 from webgather.config import FetchConfig
@@ -143,6 +144,12 @@ def map_transport_errors(headers_received: Callable[[], bool]) -> Iterator[None]
     except aiohttp.ClientPayloadError as exc:
         raise TruncatedBody(_text(exc, "body incomplete")) from exc
     except aiohttp.ClientResponseError as exc:  # the response parser rejected what came
+        if _is_framing_error(exc):  # head and broken body arrived in one read
+            raise TruncatedBody(_text(exc, "broken body framing")) from exc
+        raise ProtocolViolation(_text(exc, "malformed response")) from exc
+    except (TransferEncodingError, ContentLengthError) as exc:  # pure-Python parser, mid-body
+        raise TruncatedBody(_text(exc, "broken body framing")) from exc
+    except HttpProcessingError as exc:
         raise ProtocolViolation(_text(exc, "malformed response")) from exc
     except aiohttp.InvalidURL as exc:
         raise InvalidUrl(_text(exc, "invalid URL")) from exc
@@ -152,6 +159,16 @@ def map_transport_errors(headers_received: Callable[[], bool]) -> Iterator[None]
         raise ConnectionReset(_text(exc, "connection closed before a response")) from exc
     except aiohttp.ClientError as exc:
         raise ProtocolViolation(_text(exc, type(exc).__name__)) from exc
+
+
+def _is_framing_error(exc: BaseException) -> bool:
+    """Broken chunking or Content-Length, seen by the C parser (message) or the Python one (type)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, (TransferEncodingError, ContentLengthError)):
+            return True
+        cause = cause.__cause__
+    return "chunk" in str(exc).lower()
 
 
 def _text(exc: BaseException | None, fallback: str) -> str:
@@ -241,12 +258,15 @@ class HttpClient:
         response = await session.get(
             URL(url, encoded=True), headers=draft.request_headers, allow_redirects=False
         )
+        unwatch = _fail_body_on_disconnect(response)
         try:
             _take_head(response, draft)
             await self._read_body(response, draft)
         except BaseException:
             response.close()  # do not reuse a connection whose body was not read to its end
             raise
+        finally:
+            unwatch()
         response.release()
         draft.body = decode_body(
             draft.chunks[0] if len(draft.chunks) == 1 else b"".join(draft.chunks),
@@ -279,6 +299,36 @@ def _take_head(response: aiohttp.ClientResponse, draft: _Draft) -> None:
         (name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
         for name, value in response.raw_headers
     )
+
+
+def _fail_body_on_disconnect(response: aiohttp.ClientResponse) -> Callable[[], None]:
+    """Wake a body read stuck on a connection that is gone.
+
+    aiohttp 3.14's C parser, on broken chunk framing after the head, closes the
+    connection but never fails the body stream, so a reader would wait for
+    total_timeout_s. When the connection closes and the body has neither ended
+    nor failed, fail it (it becomes ``truncated``).
+    """
+    connection = response.connection
+    protocol = connection.protocol if connection is not None else None
+    closed = protocol.closed if protocol is not None else None  # (a protocol with no data is falsy)
+    if protocol is None or closed is None:
+        return _nothing
+    content = response.content
+
+    def on_closed(future: asyncio.Future[None]) -> None:
+        if not future.cancelled():
+            future.exception()  # mark retrieved: the body read reports it
+        if not content.is_eof() and content.exception() is None:
+            cause = protocol.exception()
+            content.set_exception(aiohttp.ClientPayloadError(f"connection closed mid-body: {cause}"))
+
+    closed.add_done_callback(on_closed)
+    return lambda: closed.remove_done_callback(on_closed) and None
+
+
+def _nothing() -> None:
+    return None
 
 
 def _check_headers(headers: Headers) -> None:
