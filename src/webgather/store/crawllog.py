@@ -1,0 +1,125 @@
+"""The crawl log: one compact JSON object per fetch attempt (docs/contracts.md).
+
+Appends are buffered and written with one ``write`` per flush: on
+:meth:`CrawlLog.flush`, :meth:`CrawlLog.close` and at least every
+``flush_every_entries`` entries, so a kill -9 loses at most that many entries
+and at worst leaves one partial line. Re-opening cuts such a partial line off
+before appending; :func:`read_crawl_log` skips it too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from webgather.errors import CorruptState, StoreError
+
+__all__ = ["CRAWL_LOG_NAME", "CrawlLog", "encode_entry", "read_crawl_log"]
+
+CRAWL_LOG_NAME = "crawl.log.jsonl"
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=True)
+_TAIL_BYTES = 1 << 20
+
+
+def encode_entry(entry: Mapping[str, object]) -> str:
+    """The entry as one JSON line; :class:`StoreError` if it is not JSON data."""
+    try:
+        return _ENCODER.encode(entry) + "\n"
+    except (TypeError, ValueError) as exc:
+        url = entry.get("url") if isinstance(entry, Mapping) else None
+        raise StoreError(f"crawl-log entry for {url!r} is not JSON data: {exc}") from None
+
+
+class CrawlLog:
+    """Append-only JSON-lines log. One owner; not thread-safe."""
+
+    def __init__(self, path: Path, fd: int, flush_every_entries: int) -> None:
+        self.path = path
+        self._fd = fd
+        self._flush_every = flush_every_entries
+        self._pending: list[str] = []
+
+    @classmethod
+    def open(cls, path: Path, *, flush_every_entries: int = 256) -> CrawlLog:
+        """Open ``path`` for appending, cutting a partial last line left by a crash."""
+        if flush_every_entries < 1:
+            raise StoreError("flush_every_entries must be >= 1")
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o644)
+            _cut_partial_line(fd)
+        except OSError as exc:
+            raise StoreError(f"cannot open crawl log {path}: {exc.strerror}") from exc
+        return cls(path, fd, flush_every_entries)
+
+    def append(self, entry: Mapping[str, object]) -> None:
+        """Queue one entry; written at the next flush (at the latest after N entries)."""
+        self.append_line(encode_entry(entry))
+
+    def append_line(self, line: str) -> None:
+        """Queue an already encoded line (from :func:`encode_entry`)."""
+        if self._fd < 0:
+            raise StoreError(f"crawl log {self.path} is closed")
+        self._pending.append(line)
+        if len(self._pending) >= self._flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write every queued entry with one write call."""
+        if not self._pending or self._fd < 0:
+            return
+        data = "".join(self._pending).encode("utf-8")
+        self._pending.clear()
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            raise StoreError(f"cannot write crawl log {self.path}: {exc.strerror}") from exc
+
+    def close(self) -> None:
+        """Flush and close; further appends raise :class:`StoreError`."""
+        if self._fd < 0:
+            return
+        try:
+            self.flush()
+        finally:
+            os.close(self._fd)
+            self._fd = -1
+
+
+def _cut_partial_line(fd: int) -> None:
+    size = os.fstat(fd).st_size
+    if size == 0:
+        return
+    start = max(0, size - _TAIL_BYTES)
+    tail = os.pread(fd, size - start, start)
+    if tail.endswith(b"\n"):
+        return
+    newline = tail.rfind(b"\n")
+    if newline < 0 and start > 0:
+        raise CorruptState(f"crawl log ends with a line over {_TAIL_BYTES} bytes")
+    os.ftruncate(fd, start + newline + 1)
+
+
+def read_crawl_log(path: Path) -> Iterator[dict[str, Any]]:
+    """Entries of a crawl log in order. A partial last line (a crash) is skipped;
+    a bad line anywhere else raises :class:`CorruptState`."""
+    try:
+        with Path(path).open("rb") as handle:
+            for number, line in enumerate(handle, 1):
+                if not line.endswith(b"\n"):
+                    return
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    raise CorruptState(f"{path}:{number}: not a JSON line") from None
+                if not isinstance(entry, dict):
+                    raise CorruptState(f"{path}:{number}: not a JSON object")
+                yield entry
+    except OSError as exc:
+        raise StoreError(f"cannot read crawl log {path}: {exc.strerror}") from exc

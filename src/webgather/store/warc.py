@@ -1,0 +1,260 @@
+"""The WARC writer of one node: rotation, gzip per record, index lines, crash repair.
+
+Files are ``<out_dir>/warc/webgather-<node>-<seq:05d>.warc.gz`` (``.warc``
+when ``StoreConfig.warc_gzip`` is off), each starting with a ``warcinfo``
+record. A fetch is one *write unit*: its response (or revisit) record and its
+request record, each its own gzip member (:mod:`.gzmember`), built in memory
+and written with one ``write`` call. The index line is written just before
+its unit, so after a kill -9 the repair on :meth:`Archive.open` only cuts
+tails: the partial unit from the WARC, then the lines that point past the
+end. A re-opened archive continues in a new file (``seq + 1``): files that
+were written before are never appended to or rewritten.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from webgather import __version__
+from webgather.config import StoreConfig
+from webgather.errors import StoreError
+from webgather.fetch.model import FetchResult
+from webgather.store import records
+from webgather.store.cdxj import INDEX_NAME, cdxj_line
+from webgather.store.gzmember import gzip_unit
+from webgather.store.recovery import repair_index, repair_warc
+
+__all__ = ["GZIP_LEVEL", "PREFIX", "Archive", "ArchiveRef", "random_record_id"]
+
+PREFIX = "webgather"
+GZIP_LEVEL = 6
+"""zlib level of each member (see bench/store_speed.py for the cost per page)."""
+_NODE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
+
+
+@dataclass(frozen=True, slots=True)
+class ArchiveRef:
+    """Where a response (or revisit) record is: what a re-crawl needs to refer to it."""
+
+    filename: str
+    offset: int
+    length: int
+    record_id: str
+    payload_digest: str
+    """``sha1:<BASE32>`` of the payload (a revisit: the original's)."""
+    date: str
+    """The record's WARC-Date."""
+    url: str = ""
+    """WARC-Target-URI of the record."""
+
+
+def random_record_id() -> str:
+    """``<urn:uuid:...>`` from a random (version 4) UUID: the default record id."""
+    return f"<urn:uuid:{uuid.UUID(bytes=os.urandom(16), version=4)}>"
+
+
+class Archive:
+    """Appends WARC records for one node. Not thread-safe: one owner (the writer thread)."""
+
+    def __init__(
+        self,
+        warc_dir: Path,
+        node: str,
+        config: StoreConfig,
+        next_seq: int,
+        ids: Callable[[], str],
+        now_iso: Callable[[], str] | None,
+    ) -> None:
+        self.warc_dir = warc_dir
+        self.node = node
+        self.config = config
+        self._seq = next_seq
+        self._ids = ids
+        self._now_iso = now_iso
+        self._suffix = ".warc.gz" if config.warc_gzip else ".warc"
+        self._fd: int | None = None
+        self._size = 0
+        self._name = ""
+        self._has_records = False
+        self._warcinfo_id: str | None = None
+        self._index_fd = _open_append(warc_dir / INDEX_NAME)
+
+    @classmethod
+    def open(
+        cls,
+        out_dir: Path,
+        node: str,
+        config: StoreConfig,
+        *,
+        ids: Callable[[], str] | None = None,
+        now_iso: Callable[[], str] | None = None,
+    ) -> Archive:
+        """Open (or re-open and repair) the archive under ``out_dir/warc``."""
+        if not _NODE_NAME.match(node):
+            raise StoreError(f"node name {node!r} is not usable in a file name")
+        if config.warc_max_bytes <= 0:
+            raise StoreError("store.warc_max_bytes must be > 0")
+        warc_dir = Path(out_dir) / "warc"
+        try:
+            warc_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create {warc_dir}: {exc.strerror}") from exc
+        next_seq = _repair_newest(warc_dir, node)
+        return cls(warc_dir, node, config, next_seq, ids or random_record_id, now_iso)
+
+    @property
+    def current_file(self) -> str:
+        """Name of the file being written ("" before the first record)."""
+        return self._name
+
+    def write_fetch(self, result: FetchResult) -> ArchiveRef | None:
+        """Write response + request records; None (nothing written) if there was no response."""
+        if result.status is None:
+            return None
+        date = self._date(result)
+        response_id, request_id = self._ids(), self._ids()
+        self._ensure_file(date)
+        response = records.response_record(result, response_id, date, request_id, self._warcinfo_id)
+        request = records.request_record(result, request_id, date, response_id, self._warcinfo_id)
+        assert response.payload_digest is not None
+        return self._write_unit(result, response, request, result.content_type)
+
+    def write_revisit(
+        self, result: FetchResult, original: ArchiveRef, profile: records.RevisitProfile
+    ) -> ArchiveRef:
+        """Write a revisit record (and its request) pointing at ``original``."""
+        if result.status is None:
+            raise StoreError(f"revisit of {result.url} without a response")
+        if profile not in records.REVISIT_PROFILES:
+            raise StoreError(f"unknown revisit profile {profile!r}")
+        if profile == "identical-payload-digest":
+            digest = records.sha1_digest(result.raw_body)
+            if digest != original.payload_digest:
+                raise StoreError(f"{result.url}: payload {digest} differs from the original's")
+        date = self._date(result)
+        revisit_id, request_id = self._ids(), self._ids()
+        self._ensure_file(date)
+        refers = (original.record_id, original.url or result.url, original.date, original.payload_digest)
+        revisit = records.revisit_record(result, revisit_id, date, profile, refers, self._warcinfo_id)
+        request = records.request_record(result, request_id, date, revisit_id, self._warcinfo_id)
+        return self._write_unit(result, revisit, request, "warc/revisit")
+
+    def close(self) -> None:
+        """Close the files; the archive cannot be written afterwards."""
+        self._close_file()
+        if self._index_fd >= 0:
+            os.close(self._index_fd)
+            self._index_fd = -1
+
+    def _date(self, result: FetchResult) -> str:
+        if self._now_iso is not None:
+            return self._now_iso()
+        try:
+            return records.iso_date(result.started_at)
+        except (ValueError, OverflowError, OSError):
+            raise StoreError(f"{result.url}: started_at {result.started_at!r} is not a time") from None
+
+    def _write_unit(
+        self, result: FetchResult, first: records.WarcRecord, request: records.WarcRecord, mime: str
+    ) -> ArchiveRef:
+        unit, length = self._encode((first.data, request.data))
+        digest = first.payload_digest or ""
+        line = cdxj_line(result.url, first.date, mime, result.status, digest, length, self._size, self._name)
+        _write_all(self._index_fd, line.encode("utf-8", "surrogateescape"), self.warc_dir / INDEX_NAME)
+        ref = ArchiveRef(self._name, self._size, length, first.record_id, digest, first.date, result.url)
+        self._append(unit)
+        self._has_records = True
+        return ref
+
+    def _encode(self, blocks: tuple[bytes, ...]) -> tuple[bytes, int]:
+        """The unit's bytes and the length of its first record as stored."""
+        if self.config.warc_gzip:
+            unit, lengths = gzip_unit(blocks, GZIP_LEVEL)
+            return unit, lengths[0]
+        return b"".join(blocks), len(blocks[0])
+
+    def _append(self, unit: bytes) -> None:
+        assert self._fd is not None
+        _write_all(self._fd, unit, self.warc_dir / self._name, truncate_to=self._size)
+        self._size += len(unit)
+
+    def _ensure_file(self, date: str) -> None:
+        """Open the next file if none is open or the current one holds warc_max_bytes."""
+        if self._fd is not None:
+            if self._size < self.config.warc_max_bytes or not self._has_records:
+                return
+            self._close_file()
+        if self._index_fd < 0:
+            raise StoreError("the archive is closed")
+        name = f"{PREFIX}-{self.node}-{self._seq:05d}{self._suffix}"
+        path = self.warc_dir / name
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise StoreError(f"cannot create {path}: {exc.strerror}") from exc
+        self._seq += 1
+        self._name, self._size, self._has_records = name, 0, False
+        self._warcinfo_id = self._ids()
+        info = records.warcinfo_record(self._warcinfo_id, date, name, _warcinfo_fields(self.node))
+        self._append(self._encode((info.data,))[0])
+
+    def _close_file(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def _warcinfo_fields(node: str) -> list[tuple[str, str]]:
+    return [
+        ("software", f"webgather/{__version__}"),
+        ("format", "WARC File Format 1.1"),
+        ("conformsTo", "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"),
+        ("isPartOf", f"webgather crawl, node {node}"),
+    ]
+
+
+def _open_append(path: Path) -> int:
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    except OSError as exc:
+        raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
+
+
+def _write_all(fd: int, data: bytes, path: Path, truncate_to: int | None = None) -> None:
+    """One write call (more only if the kernel takes part); on failure cut back to ``truncate_to``."""
+    view = memoryview(data)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except OSError as exc:
+        if truncate_to is not None:
+            try:
+                os.ftruncate(fd, truncate_to)
+            except OSError:
+                pass
+        raise StoreError(f"cannot write {path}: {exc.strerror}") from exc
+
+
+def _repair_newest(warc_dir: Path, node: str) -> int:
+    """Repair the node's newest WARC and the index; return the next sequence number."""
+    pattern = re.compile(rf"^{re.escape(PREFIX)}-{re.escape(node)}-(\d{{5,}})\.warc(\.gz)?$")
+    found = sorted(
+        (int(m.group(1)), name, m.group(2) is not None)
+        for name in os.listdir(warc_dir)
+        if (m := pattern.match(name))
+    )
+    if not found:
+        repair_index(warc_dir / INDEX_NAME, {})
+        return 0
+    seq, name, gzipped = found[-1]
+    size = repair_warc(warc_dir / name, gzipped)
+    repair_index(warc_dir / INDEX_NAME, {name: size})
+    if size == 0:
+        (warc_dir / name).unlink()
+        return seq
+    return seq + 1

@@ -1,0 +1,263 @@
+"""One background thread that owns the archive, the crawl log and the link log.
+
+The event loop only builds small tuples and puts them on a bounded
+``queue.Queue`` (backpressure: a full queue blocks :meth:`ArchiveWriter.submit_fetch`,
+or the caller first awaits :meth:`ArchiveWriter.wait_for_room`); the thread
+builds records, digests and gzips them (zlib and hashlib release the GIL on
+large buffers, so this work runs on the second core) and writes them. An
+error in the thread is kept and raised as :class:`StoreError` by the next
+``submit_*``, :meth:`drain` or :meth:`close`; the thread keeps taking items
+off the queue (dropping them) so no caller blocks forever on a dead writer.
+Logs are flushed every N entries, on :meth:`drain`/:meth:`flush`, and when
+no item arrived for ``idle_flush_s``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import queue
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from webgather.config import StoreConfig
+from webgather.errors import StoreError
+from webgather.fetch.model import FetchResult
+from webgather.store.crawllog import CRAWL_LOG_NAME, CrawlLog, encode_entry
+from webgather.store.linklog import Link, LinkLog
+from webgather.store.records import RevisitProfile
+from webgather.store.warc import Archive, ArchiveRef
+from webgather.urls import fingerprint, host_key
+
+__all__ = ["ArchiveWriter", "RefCallback", "WriterStats"]
+
+RefCallback = Callable[[ArchiveRef | None], None]
+"""Called on the writer thread with the record's ref (None: nothing archived).
+From asyncio code wrap it: ``lambda ref: loop.call_soon_threadsafe(fut.set_result, ref)``."""
+
+
+@dataclass(frozen=True, slots=True)
+class WriterStats:
+    responses: int
+    revisits: int
+    log_entries: int
+    pages_with_links: int
+    full_queue_waits: int
+    """Times a submit found the queue full and had to block (backpressure)."""
+
+
+@dataclass(slots=True)
+class _Job:
+    kind: str
+    result: FetchResult | None = None
+    entry: dict[str, Any] | None = None
+    links: Sequence[Link] | None = None
+    on_ref: RefCallback | None = None
+    original: ArchiveRef | None = None
+    profile: RevisitProfile = "server-not-modified"
+    done: Future[None] | None = None
+
+
+class ArchiveWriter:
+    """The store's one entry point for a running node (see the module docstring)."""
+
+    def __init__(
+        self,
+        archive: Archive,
+        crawl_log: CrawlLog,
+        link_log: LinkLog | None,
+        queue_max_items: int,
+        idle_flush_s: float,
+    ) -> None:
+        self.archive, self.crawl_log, self.link_log = archive, crawl_log, link_log
+        self._queue: queue.Queue[_Job] = queue.Queue(maxsize=queue_max_items)
+        self._idle_flush_s = idle_flush_s
+        self._room = threading.Event()
+        self._error: BaseException | None = None
+        self._closed = False
+        self._counts = {"responses": 0, "revisits": 0, "log_entries": 0, "pages_with_links": 0, "full_queue_waits": 0}
+        self._thread = threading.Thread(target=self._run, name="webgather-store", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def open(
+        cls,
+        out_dir: Path,
+        node: str,
+        config: StoreConfig,
+        *,
+        queue_max_items: int = 1024,
+        idle_flush_s: float = 0.5,
+        ids: Callable[[], str] | None = None,
+        now_iso: Callable[[], str] | None = None,
+    ) -> ArchiveWriter:
+        """Open (repairing after a crash) ``out_dir/warc``, ``crawl.log.jsonl`` and the link log."""
+        if queue_max_items < 1 or idle_flush_s <= 0:
+            raise StoreError("queue_max_items must be >= 1 and idle_flush_s > 0")
+        out_dir = Path(out_dir)
+        archive = Archive.open(out_dir, node, config, ids=ids, now_iso=now_iso)
+        crawl_log = CrawlLog.open(out_dir / CRAWL_LOG_NAME)
+        link_log = LinkLog.open(out_dir) if config.write_link_log else None
+        return cls(archive, crawl_log, link_log, queue_max_items, idle_flush_s)
+
+    def submit_fetch(
+        self,
+        result: FetchResult,
+        log_entry: Mapping[str, object],
+        links: Sequence[Link] | None = None,
+        *,
+        on_ref: RefCallback | None = None,
+    ) -> None:
+        """Archive ``result`` (if it has a response), log ``log_entry`` completed with
+        ``warc_file``, ``warc_offset``, ``warc_length``, ``digest``, and record
+        ``links`` (None: the page was not parsed)."""
+        self._put(_Job("fetch", result, dict(log_entry), links, on_ref))
+
+    def submit_revisit(
+        self,
+        result: FetchResult,
+        original: ArchiveRef,
+        profile: RevisitProfile,
+        log_entry: Mapping[str, object],
+        *,
+        on_ref: RefCallback | None = None,
+    ) -> None:
+        """Write a revisit record for ``result`` pointing at ``original``, and log it."""
+        self._put(_Job("revisit", result, dict(log_entry), None, on_ref, original, profile))
+
+    def submit_log(self, entry: Mapping[str, object]) -> None:
+        """Log an attempt that archives nothing (no response, robots-disallowed, ...)."""
+        self._put(_Job("log", entry=dict(entry)))
+
+    async def wait_for_room(self) -> None:
+        """Return once a submit would not block (the queue has room)."""
+        while self._queue.full():
+            self._check()
+            await asyncio.to_thread(self._wait_room)
+
+    async def drain(self) -> None:
+        """Wait until everything submitted so far is written and the logs flushed."""
+        done: Future[None] = Future()
+        job = _Job("flush", done=done)
+        self._check()
+        try:
+            self._queue.put_nowait(job)
+        except queue.Full:
+            await asyncio.to_thread(self._queue.put, job)
+        await asyncio.wrap_future(done)
+        self._check()
+
+    def flush(self) -> None:
+        """Blocking :meth:`drain` (for threads and shutdown code)."""
+        done: Future[None] = Future()
+        self._put(_Job("flush", done=done))
+        done.result()
+        self._check()
+
+    def close(self) -> None:
+        """Write everything, close the files and stop the thread. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._queue.put(_Job("stop"))
+            self._thread.join()
+        self._check()
+
+    def stats(self) -> WriterStats:
+        """Counts so far (read without locking: a snapshot, not a transaction)."""
+        return WriterStats(**self._counts)
+
+    def _put(self, job: _Job) -> None:
+        self._check()
+        if self._closed:
+            raise StoreError("the archive writer is closed")
+        try:
+            self._queue.put_nowait(job)
+        except queue.Full:
+            self._counts["full_queue_waits"] += 1
+            self._queue.put(job)
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise StoreError(f"archive writer failed: {self._error}") from self._error
+
+    def _wait_room(self) -> None:
+        self._room.clear()
+        if self._queue.full():
+            self._room.wait(timeout=1.0)
+
+    def _run(self) -> None:
+        while True:
+            try:
+                job: _Job | None = self._queue.get(timeout=self._idle_flush_s)
+            except queue.Empty:
+                job = None
+            self._room.set()
+            if job is not None and job.kind == "stop":
+                break
+            if self._error is not None:
+                self._fail(job)
+                continue
+            try:
+                self._handle(job) if job is not None else self._flush_logs()
+            except Exception as exc:  # the worker's top loop: keep the error for the caller
+                self._error = exc
+                self._fail(job)
+        try:
+            self._close_all()
+        except Exception as exc:  # the worker's top loop
+            self._error = self._error or exc
+
+    def _fail(self, job: _Job | None) -> None:
+        if job is not None and job.done is not None and not job.done.done():
+            job.done.set_exception(StoreError(f"archive writer failed: {self._error}"))
+
+    def _handle(self, job: _Job) -> None:
+        if job.kind == "flush":
+            self._flush_logs()
+            assert job.done is not None
+            job.done.set_result(None)
+            return
+        assert job.entry is not None
+        if job.kind == "log":
+            self._log(job.entry)
+            return
+        assert job.result is not None
+        if job.kind == "revisit":
+            assert job.original is not None
+            ref: ArchiveRef | None = self.archive.write_revisit(job.result, job.original, job.profile)
+            self._counts["revisits"] += 1
+        else:
+            ref = self.archive.write_fetch(job.result)
+            self._counts["responses"] += ref is not None
+        if ref is not None:
+            job.entry.update(warc_file=ref.filename, warc_offset=ref.offset, warc_length=ref.length)
+            job.entry["digest"] = ref.payload_digest
+        self._log(job.entry)
+        if job.links is not None and self.link_log is not None:
+            url = job.result.url
+            self.link_log.append_page(url, fingerprint(url), fingerprint(host_key(url)), job.links)
+            self._counts["pages_with_links"] += 1
+        if job.on_ref is not None:
+            job.on_ref(ref)
+
+    def _log(self, entry: dict[str, Any]) -> None:
+        self.crawl_log.append_line(encode_entry(entry))
+        self._counts["log_entries"] += 1
+
+    def _flush_logs(self) -> None:
+        self.crawl_log.flush()
+        if self.link_log is not None:
+            self.link_log.flush()
+
+    def _close_all(self) -> None:
+        try:
+            self.crawl_log.close()
+        finally:
+            try:
+                if self.link_log is not None:
+                    self.link_log.close()
+            finally:
+                self.archive.close()
