@@ -8,8 +8,8 @@ coding, last applied first. Every decompressor is driven in bounded steps
 
 * ``gzip``/``x-gzip``: zlib with a gzip header, several members allowed.
 * ``deflate``: zlib-wrapped as RFC 9110 says, or raw deflate as many servers send.
-* ``br``: only if the ``brotli`` package is importable (then, and only then,
-  :data:`ACCEPT_ENCODING` offers it).
+* ``br``: only if the ``brotli`` package (>= 1.2, whose decoder can bound its
+  output) is importable; then, and only then, :data:`ACCEPT_ENCODING` offers it.
 * ``identity`` (or no header): the bytes as they are.
 
 Anything else is a :class:`ProtocolViolation` (we never offered it), corrupt
@@ -32,6 +32,8 @@ try:  # optional: brotli is not a dependency
     import brotli as _brotli
 except ImportError:  # pragma: no cover - depends on the environment
     _brotli = None
+if _brotli is not None and not hasattr(_brotli.Decompressor(), "can_accept_more_data"):
+    _brotli = None  # pragma: no cover - brotli < 1.2 cannot bound its output: do not offer br
 
 BROTLI_AVAILABLE = _brotli is not None
 ACCEPT_ENCODING = "gzip, deflate, br" if BROTLI_AVAILABLE else "gzip, deflate"
@@ -124,35 +126,20 @@ def _inflate_deflate(data: bytes, max_bytes: int) -> bytes:
 
 
 def _unbrotli(data: bytes, max_bytes: int) -> bytes:
-    if _brotli is None:  # pragma: no cover - only without brotli installed
-        raise ProtocolViolation("unsupported content-encoding 'br'")
+    """brotli >= 1.2: ``process(data, output_buffer_limit)`` keeps undelivered output inside."""
     sink = _Sink(max_bytes)
     stream = _brotli.Decompressor()
-    limited = _accepts_output_limit(stream)
     try:
-        for start in range(0, len(data), _STEP_BYTES if limited else 1024):
-            piece = data[start : start + (_STEP_BYTES if limited else 1024)]
-            if limited:
-                _brotli_limited(stream, piece, sink)
-            else:
-                sink.add(stream.process(piece))
+        for start in range(0, len(data), _STEP_BYTES):
+            sink.add(stream.process(data[start : start + _STEP_BYTES], output_buffer_limit=sink.room()))
+            while not stream.is_finished() and not stream.can_accept_more_data():
+                sink.add(stream.process(b"", output_buffer_limit=sink.room()))
         finished = bool(stream.is_finished())
     except _brotli.error as exc:
         raise ProtocolViolation(f"corrupt br data: {exc}") from None
     if not finished:
         raise TruncatedBody("br stream ends before its end marker")
     return b"".join(sink.parts)
-
-
-def _brotli_limited(stream: Any, piece: bytes, sink: _Sink) -> None:
-    """brotli >= 1.2: ``process(data, output_buffer_limit)`` keeps the rest inside."""
-    sink.add(stream.process(piece, output_buffer_limit=sink.room()))
-    while not stream.is_finished() and not stream.can_accept_more_data():
-        sink.add(stream.process(b"", output_buffer_limit=sink.room()))
-
-
-def _accepts_output_limit(stream: Any) -> bool:
-    return hasattr(stream, "can_accept_more_data")
 
 
 _DECODERS: dict[str, Callable[[bytes, int], bytes]] = {
