@@ -118,6 +118,8 @@ class FrontierConfig:
     seen_cache_policy: Literal["lru", "clock", "random", "static"] = "clock"
     host_queue_memory: int = 1000
     """URLs per host held in memory; the rest wait on disk."""
+    queue_memory_items: int = 1_000_000
+    """URLs held in memory across all hosts' queue heads (persistent frontier); the rest wait on disk."""
 
 
 @dataclass(frozen=True, slots=True)
