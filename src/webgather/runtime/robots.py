@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from webgather.fetch.model import FetchResult
 from webgather.fetch.redirects import REDIRECT_STATUSES
-from webgather.robots.parse import RobotsRules
+from webgather.robots.parse import ALLOW_ALL, RobotsRules, rules_for_response
 from webgather.urls import resolve_link
 
 __all__ = ["RobotsOutcome", "fetch_robots"]
@@ -61,13 +61,8 @@ async def fetch_robots(
 
 
 def _classify(result: FetchResult, user_agent: str, max_bytes: int) -> RobotsRules | None:
-    status = result.status or 0
-    if 200 <= status < 300:
-        return RobotsRules.from_bytes(result.body, user_agent, max_bytes=max_bytes)
-    if 400 <= status < 500:
-        return _allow_all(user_agent)
-    return None
+    return rules_for_response(result.status, result.body, user_agent, max_bytes)
 
 
 def _allow_all(user_agent: str) -> RobotsRules:
-    return RobotsRules.from_bytes(b"", user_agent)
+    return ALLOW_ALL

@@ -1,0 +1,97 @@
+"""``webgather crawl SEED... --out DIR``: crawl on this machine; the same command resumes.
+
+Options map one-to-one onto config fields (see :mod:`webgather.config`); a
+``--config FILE`` (TOML) and ``WEBGATHER_*`` variables sit below them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from webgather.config import CrawlConfig, load
+from webgather.seeds import read_seeds
+
+__all__ = ["add_crawl_options", "config_from_args", "register", "run_main_job"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("crawl", help="crawl from seeds into --out (resumes if --out has state)")
+    parser.add_argument("seeds", nargs="*", metavar="SEED", help="seed URLs, or @FILE with one per line")
+    add_crawl_options(parser)
+    parser.set_defaults(func=_main)
+
+
+def add_crawl_options(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--out", default=None, help="output directory (WARC, logs, state); default crawl-out")
+    add("--config", default=None, help="TOML config file")
+    add("--resolve", default=None, help='static "host address" map: resolve once, keep in a file')
+    add("--max-pages", type=int, default=None, help="stop after this many pages")
+    add("--delay", type=float, default=None, help="minimum seconds between requests to one host")
+    add("--concurrency", type=int, default=None, help="requests in flight overall")
+    add("--per-ip", type=int, default=None, help="concurrent requests per IP address")
+    add("--scope", choices=["seed-hosts", "domains", "any"], default=None, help="which hosts to follow")
+    add("--domain", action="append", default=None, help="with --scope domains: a domain to crawl (repeatable)")
+    add("--max-depth", type=int, default=None, help="link hops from a seed")
+    add("--max-pages-per-host", type=int, default=None)
+    add("--max-url-length", type=int, default=None)
+    add("--max-repeated-segments", type=int, default=None, help="trap guard: a path segment repeated more times is skipped")
+    add("--user-agent", default=None, help="User-Agent with a contact URL")
+    add("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt (only for servers you own)")
+    add("--no-progress", action="store_true", help="no live progress display")
+
+
+def config_from_args(args: argparse.Namespace) -> CrawlConfig:
+    cli: dict[str, Any] = {
+        "out_dir": args.out,
+        "fetch.resolve_file": args.resolve,
+        "max_pages": args.max_pages,
+        "politeness.min_delay_s": args.delay,
+        "fetch.concurrency": args.concurrency,
+        "politeness.per_ip_connections": args.per_ip,
+        "scope.mode": args.scope,
+        "scope.domains": tuple(args.domain) if args.domain else None,
+        "scope.max_depth": args.max_depth,
+        "scope.max_pages_per_host": args.max_pages_per_host,
+        "scope.max_url_length": args.max_url_length,
+        "scope.max_repeated_segments": args.max_repeated_segments,
+        "fetch.user_agent": args.user_agent,
+        "robots.obey": False if args.ignore_robots else None,
+        "progress": False if args.no_progress else None,
+    }
+    return load(args.config, None, cli)
+
+
+def run_main_job(config: CrawlConfig, seeds: list[str]) -> dict[str, Any]:
+    """Run a single-node crawl under uvloop; returns the summary."""
+    import uvloop
+
+    from webgather.runtime.crawl import run_crawl
+
+    return uvloop.run(run_crawl(config, seeds, progress=config.progress and sys.stderr.isatty()))
+
+
+def _main(args: argparse.Namespace) -> int:
+    config = config_from_args(args)
+    seeds = read_seeds(args.seeds)
+    summary = run_main_job(config, seeds)
+    print_summary(summary)
+    return 0
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    status = ", ".join(f"{k}: {v}" for k, v in summary.get("status", {}).items())
+    errors = ", ".join(f"{k}: {v}" for k, v in summary.get("errors", {}).items()) or "none"
+    print(
+        f"pages {summary['pages']}  in {summary['wall_s']} s  ({summary['pages_per_s']} pages/s, "
+        f"{summary['cpu_ms_per_page']} ms CPU/page, peak RSS {summary['peak_rss_mib']} MiB)\n"
+        f"status  {status}\nerrors  {errors}\n"
+        f"robots.txt fetches {summary['robots_fetches']}, retries {summary['retries']}, "
+        f"links found {summary['links_found']}, new URLs {summary['urls_new']}\n"
+        f"finished: {summary['finished']}   (summary.json and WARC files in the output directory)"
+    )
+    if summary.get("print_json"):
+        print(json.dumps(summary, indent=2))

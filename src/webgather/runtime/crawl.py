@@ -1,0 +1,86 @@
+"""Run one node's crawl to the end and write its summary: what ``webgather crawl`` calls.
+
+Seeds are kept in ``DIR/seeds.txt`` so a resumed crawl (same ``--out``) knows
+its seed hosts (the scope) even when the command names no seeds again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from webgather.config import CrawlConfig
+from webgather.errors import SeedError
+from webgather.runtime.clock import Clock, SystemClock
+from webgather.runtime.node import CrawlNode
+from webgather.runtime.parts import open_parts
+from webgather.runtime.progress import Progress
+from webgather.store.summary import write_summary
+
+__all__ = ["merge_seeds", "run_crawl"]
+
+SEEDS_FILE = "seeds.txt"
+
+
+def merge_seeds(out_dir: Path, seeds: Sequence[str]) -> list[str]:
+    """Seeds of this run plus those of earlier runs in ``out_dir``; saved back."""
+    path = out_dir / SEEDS_FILE
+    known = path.read_text().split() if path.exists() else []
+    merged = list(dict.fromkeys([*known, *seeds]))
+    if not merged:
+        raise SeedError(f"no seeds given and {path} does not exist: name at least one seed URL")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text("\n".join(merged) + "\n")
+    tmp.replace(path)
+    return merged
+
+
+async def run_crawl(
+    config: CrawlConfig,
+    seeds: Sequence[str],
+    *,
+    node_id: str = "n0",
+    clock: Clock | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Crawl from ``seeds`` into ``config.out_dir`` until done; return the summary."""
+    out_dir = Path(config.out_dir)
+    all_seeds = merge_seeds(out_dir, seeds)
+    clock = clock or SystemClock()
+    cpu0, wall0 = time.process_time(), clock.monotonic()
+    async with open_parts(config, out_dir, node_id=node_id, clock=clock, seeds=all_seeds) as parts:
+        node = CrawlNode(parts)
+        node.add_seeds(all_seeds)
+        display = Progress(parts.stats, parts.frontier.stats, clock.monotonic, enabled=progress)
+        async with asyncio.TaskGroup() as group:
+            shown = group.create_task(display.run())
+            try:
+                await node.run()
+            finally:
+                shown.cancel()
+        summary = _summary(parts.stats.as_dict(), parts.frontier.stats(), clock.monotonic() - wall0, time.process_time() - cpu0)
+        summary["seeds"] = len(all_seeds)
+        summary["node"] = node_id
+        summary["finished"] = parts.frontier.is_done()
+    write_summary(out_dir, summary)
+    return summary
+
+
+def _summary(stats: dict[str, Any], frontier: dict[str, int | float], wall_s: float, cpu_s: float) -> dict[str, Any]:
+    pages = int(stats["pages"])
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        **stats,
+        "frontier": frontier,
+        "wall_s": round(wall_s, 3),
+        "cpu_s": round(cpu_s, 3),
+        "pages_per_s": round(pages / wall_s, 1) if wall_s > 0 else 0.0,
+        "cpu_ms_per_page": round(1000 * cpu_s / pages, 3) if pages else None,
+        "peak_rss_mib": round(peak_kib / 1024, 1),
+    }
+

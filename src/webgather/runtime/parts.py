@@ -1,0 +1,137 @@
+"""The parts of one node, built from a config, and the thin ports the run loop uses.
+
+:func:`open_parts` is the composition root's wiring: clock, resolver, HTTP
+client, frontier (state under ``DIR/state``), archive writer, robots book and
+scope. It is an async context manager so that every part is closed (and
+flushed) however the crawl ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from webgather.config import CrawlConfig
+from webgather.fetch.http import HttpClient
+from webgather.fetch.model import FetchResult
+from webgather.fetch.resolver import Resolver
+from webgather.frontier.frontier import Frontier
+from webgather.robots.cache import Known, RobotsCache
+from webgather.robots.parse import ALLOW_ALL, RobotsRules
+from webgather.runtime.clock import Clock, SystemClock
+from webgather.runtime.stats import CrawlStats
+from webgather.scope import Scope
+from webgather.store.warc import ArchiveRef
+from webgather.store.writer import ArchiveWriter
+
+__all__ = ["NodeParts", "RobotsBook", "WriterPort", "open_parts"]
+
+LinkArgs = tuple[str, int, int, list[tuple[str, int, int, str, bool]]]
+
+
+class RobotsBook:
+    """The node's view of :class:`RobotsCache`: rules per host, failures counted."""
+
+    def __init__(self, cache: RobotsCache, clock: Clock) -> None:
+        self._cache = cache
+        self._clock = clock
+
+    def rules_for(self, host: str) -> RobotsRules | None:
+        state = self._cache.state(host, self._clock.monotonic())
+        return state.rules if isinstance(state, Known) else None
+
+    def record_rules(self, host: str, rules: RobotsRules, now: float) -> None:
+        self._cache.begin_fetch(host, now)
+        self._cache.record(host, now, rules)
+
+    def set_allow_all(self, host: str) -> None:
+        self.record_rules(host, ALLOW_ALL, self._clock.monotonic())
+
+    def record_failure(self, host: str, now: float) -> bool:
+        """Count a failed robots fetch; True when the cache gives up on the host."""
+        self._cache.begin_fetch(host, now)
+        state = self._cache.record(host, now, None)
+        return not hasattr(state, "retry_at")
+
+
+class WriterPort:
+    """Awaitable writes: ``write`` returns once the crawl-log line is handed to the OS."""
+
+    def __init__(self, writer: ArchiveWriter) -> None:
+        self.writer = writer
+
+    async def write(self, result: FetchResult, entry: dict[str, object], links: LinkArgs | None) -> ArchiveRef | None:
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[ArchiveRef | None] = loop.create_future()
+
+        def on_ref(ref: ArchiveRef | None) -> None:
+            loop.call_soon_threadsafe(_settle, done, ref)
+
+        await self.writer.wait_for_room()
+        page_links: Sequence[tuple[str, int, int, str, bool]] | None = links[3] if links is not None else None
+        self.writer.submit_fetch(result, entry, page_links, on_ref=on_ref)
+        return await done
+
+    async def log(self, entry: dict[str, object]) -> None:
+        await self.writer.wait_for_room()
+        self.writer.submit_log(entry)
+
+    def log_nowait(self, entry: dict[str, object]) -> None:
+        self.writer.submit_log(entry)
+
+
+def _settle(future: asyncio.Future[ArchiveRef | None], ref: ArchiveRef | None) -> None:
+    if not future.done():
+        future.set_result(ref)
+
+
+@dataclass
+class NodeParts:
+    config: CrawlConfig
+    node_id: str
+    out_dir: Path
+    clock: Clock
+    resolver: Resolver
+    http: HttpClient
+    frontier: Frontier
+    writer: WriterPort
+    robots: RobotsBook
+    scope: Scope
+    stats: CrawlStats
+
+
+@contextlib.asynccontextmanager
+async def open_parts(
+    config: CrawlConfig,
+    out_dir: Path,
+    *,
+    node_id: str = "n0",
+    clock: Clock | None = None,
+    seeds: Sequence[str] = (),
+) -> AsyncIterator[NodeParts]:
+    """Build every part of a node; close them all (flushing state) on the way out."""
+    clock = clock or SystemClock()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    resolver = Resolver.from_config(config.fetch, clock)
+    frontier = Frontier.open(
+        out_dir / "state", config.frontier, config.politeness,
+        max_pages_per_host=config.scope.max_pages_per_host,
+    )
+    writer = ArchiveWriter.open(out_dir, node_id, config.store)
+    robots = RobotsBook(RobotsCache(config.robots.ttl_s, config.robots.error_retry_s), clock)
+    stats = CrawlStats(started_at=clock.wall())
+    try:
+        async with HttpClient(config.fetch, resolver, clock) as http:
+            yield NodeParts(
+                config, node_id, out_dir, clock, resolver, http, frontier,
+                WriterPort(writer), robots, Scope(config.scope, seeds), stats,
+            )
+    finally:
+        try:
+            await writer.drain()
+        finally:
+            writer.close()
+            frontier.close()

@@ -1,0 +1,77 @@
+"""Live progress of a crawl: a rich panel on a terminal, a line every few seconds elsewhere.
+
+Reads the node's stats and frontier; changes nothing. Pages/s is measured over
+the last display interval, so it tracks the current rate, not the average.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+
+from webgather.runtime.stats import CrawlStats
+
+__all__ = ["Progress"]
+
+Snapshot = Callable[[], dict[str, int | float]]
+
+
+class Progress:
+    """Refreshes every ``interval_s`` until cancelled."""
+
+    def __init__(self, stats: CrawlStats, frontier_stats: Snapshot, monotonic: Callable[[], float], *, interval_s: float = 0.5, enabled: bool = True) -> None:
+        self._stats = stats
+        self._frontier_stats = frontier_stats
+        self._monotonic = monotonic
+        self._interval_s = interval_s
+        self._enabled = enabled
+        self._last = (monotonic(), 0)
+
+    async def run(self) -> None:
+        if not self._enabled:
+            return
+        console = Console(stderr=True)
+        if not console.is_terminal:
+            await self._run_plain()
+            return
+        with Live(self._table(), console=console, refresh_per_second=4, transient=True) as live:
+            while True:
+                await asyncio.sleep(self._interval_s)
+                live.update(self._table())
+
+    async def _run_plain(self) -> None:
+        while True:
+            await asyncio.sleep(max(self._interval_s, 5.0))
+            print(self.line(), file=sys.stderr, flush=True)
+
+    def _rate(self) -> float:
+        now, pages = self._monotonic(), self._stats.pages
+        then, before = self._last
+        self._last = (now, pages)
+        return (pages - before) / (now - then) if now > then else 0.0
+
+    def line(self) -> str:
+        f = self._frontier_stats()
+        errors = ", ".join(f"{k} {v}" for k, v in self._stats.errors.most_common(4)) or "none"
+        return (
+            f"pages {self._stats.pages}  {self._rate():.0f}/s  queued {int(f.get('queued', 0))}  "
+            f"in flight {int(f.get('in_flight', 0))}  hosts ready {int(f.get('hosts_ready', 0))} "
+            f"waiting {int(f.get('hosts_waiting', 0))}  errors: {errors}"
+        )
+
+    def _table(self) -> Table:
+        f = self._frontier_stats()
+        s = self._stats
+        table = Table(title="webgather", show_header=False, expand=False)
+        table.add_row("pages", f"{s.pages:,}", "pages/s", f"{self._rate():,.0f}")
+        table.add_row("queued", f"{int(f.get('queued', 0)):,}", "in flight", f"{int(f.get('in_flight', 0)):,}")
+        table.add_row("hosts ready", f"{int(f.get('hosts_ready', 0)):,}", "hosts waiting", f"{int(f.get('hosts_waiting', 0)):,}")
+        table.add_row("MB received", f"{s.bytes_received / 1e6:,.1f}", "retries", f"{s.retries:,}")
+        errors = ", ".join(f"{k} {v}" for k, v in s.errors.most_common(5)) or "none"
+        table.add_row("errors", errors, "", "")
+        return table
