@@ -1,0 +1,354 @@
+"""The frontier of one node: seen-test + per-host queues + politeness, in one object.
+
+The node calls it from one event-loop thread; every method is synchronous and
+returns at once. Data flow: ``add(items)`` seen-tests a batch (keys
+``seen_key(bucket_of(host), fp)``, one numpy call for the batch) and queues the
+new items per host; ``next_ready(now)`` hands out an item whose host and IP may
+be fetched now; ``complete``/``retry`` end a fetch and set the host's clock.
+
+Persistence (``state_dir`` given): queued items live in SQLite (WAL; see
+:mod:`webgather.frontier.store`), the seen-set in :class:`DiskSeen` run files,
+and the seen keys added since the last spill in a journal table of the same
+database, so queue and seen-set change in one transaction. The open
+transaction is committed by every ``complete``/``retry`` (a group commit of
+the ``add`` calls before it: the node adds a page's links before completing
+the page) and by ``flush``. After ``kill -9``: everything up to the last commit
+is on disk (SQLite writes it to the OS at commit; no fsync, so an OS crash may
+lose the tail); a page whose completion was not committed is still queued and
+is fetched again, as are the items in flight (``stats()["resumed_in_flight"]``);
+its links are found again then. No completed URL is fetched again and no
+discovered URL is lost. Politeness clocks start afresh after a restart (the
+monotonic clock does too); a host's accepted count survives.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from webgather.cachepolicy import make_cache
+from webgather.cluster.mapping import MAX_BUCKETS, bucket_of
+from webgather.config import FrontierConfig, PolitenessConfig
+from webgather.errors import ConfigError, FrontierError
+from webgather.frontier.bucket import BucketState, HostClock
+from webgather.frontier.model import CrawlItem
+from webgather.frontier.policy import Politeness
+from webgather.frontier.queues import HostQueues, MemoryQueues
+from webgather.frontier.seen import CachedSeen, MemorySeen, SeenSet, seen_keys
+from webgather.urls import host_key
+
+if TYPE_CHECKING:
+    from webgather.frontier.persist import Persistence
+
+__all__ = ["Frontier"]
+
+
+class Frontier:
+    """Seen-test, per-host queues and politeness scheduling of one node (module docstring)."""
+
+    def __init__(self, config: FrontierConfig, politeness: PolitenessConfig, n_buckets: int,
+                 max_pages_per_host: int | None, seen: SeenSet, queues: HostQueues,
+                 persist: Persistence | None = None) -> None:
+        self.config = config
+        self.n_buckets = n_buckets
+        self.max_pages_per_host = max_pages_per_host
+        self.seen = CachedSeen(seen, make_cache(config.seen_cache_policy, config.seen_cache_entries))
+        self.queues = queues
+        self.policy = Politeness(politeness)
+        self.persist = persist
+        self.bucket_of_host: dict[str, int] = {}
+        self.hosts_of_bucket: dict[int, set[str]] = {}
+        self.accepted: dict[str, int] = {}
+        self.in_flight_items: dict[int, str] = {}
+        self.queued = 0
+        self.dropped_by_host_cap = 0
+        self.resumed_in_flight = 0
+        self.last_now = -math.inf
+
+    @classmethod
+    def open(cls, state_dir: Path | None, config: FrontierConfig, politeness: PolitenessConfig,
+             n_buckets: int = 4096, max_pages_per_host: int | None = None) -> Frontier:
+        """A frontier in memory (``state_dir`` None) or persisted under ``state_dir``
+        (created if missing; an existing one is resumed)."""
+        if not 1 <= n_buckets <= MAX_BUCKETS:
+            raise ConfigError(f"n_buckets must be in 1..{MAX_BUCKETS}, got {n_buckets}")
+        if max_pages_per_host is not None and max_pages_per_host < 0:
+            raise ConfigError("max_pages_per_host must be >= 0")
+        if config.order not in ("bfs", "opic"):
+            raise ConfigError(f"frontier.order {config.order!r} is not bfs or opic")
+        by_depth = config.order == "bfs"
+        if state_dir is None:
+            return cls(config, politeness, n_buckets, max_pages_per_host, MemorySeen(),
+                       MemoryQueues(by_depth=by_depth))
+        from webgather.frontier.persist import open_persistent
+
+        return open_persistent(cls, Path(state_dir), config, politeness, n_buckets, max_pages_per_host)
+
+    # -- the hot path ------------------------------------------------------------
+
+    def add(self, items: Sequence[CrawlItem], now: float) -> list[CrawlItem]:
+        """Seen-test ``items`` and queue the new ones; returns those queued, in order.
+
+        Within the batch only the first item of a URL counts. New items of a
+        host already at ``max_pages_per_host`` are counted, not queued.
+        """
+        self._touch(now)
+        if not items:
+            return []
+        hosts = self._hosts_of(items)
+        cache, new_bucket = self.bucket_of_host, self._new_bucket
+        buckets = [cache[h] if h in cache else new_bucket(h) for h in hosts]
+        fps = np.fromiter((it.fp for it in items), dtype=np.uint64, count=len(items))
+        keys = seen_keys(np.array(buckets, dtype=np.uint64), fps)
+        new_mask = self.seen.add_many(keys)
+        new_idx = np.flatnonzero(new_mask).tolist()
+        if not new_idx:
+            return []
+        if self.persist is not None:
+            self.persist.journal_seen(keys[new_mask])
+        return self._enqueue([(hosts[i], items[i]) for i in new_idx], now)
+
+    def next_ready(self, now: float) -> tuple[CrawlItem | None, float]:
+        """An item whose host (and IP) may be fetched now, marked in flight, and ``now``;
+        or ``None`` and the earliest time one becomes ready by time alone
+        (``math.inf`` when nothing is queued, or everything queued waits for a
+        request in flight). Call again after ``add``/``complete``/``retry``/``defer_host``."""
+        self._touch(now)
+        host, wake_at = self.policy.next_ready(now)
+        if host is None:
+            return None, wake_at
+        item, head = self.queues.pop(host)
+        self.policy.set_head(host, head, now)
+        self.in_flight_items[item.fp] = host
+        self.queued -= 1
+        if self.persist is not None:
+            self.persist.taken(item)
+        return item, now
+
+    def complete(self, item: CrawlItem, now: float, *, response_time_s: float | None = None,
+                 error: bool = False, retry_after_s: float | None = None, skipped: bool = False) -> None:
+        """The fetch of ``item`` ended at ``now``; it is done, durably (commits).
+
+        The host's next allowed time is set from its delay (counted from now),
+        error backoff and Retry-After. ``skipped``: no request was made (robots
+        disallowed it): the host's clock is left alone.
+        """
+        self._touch(now)
+        host = self._take_in_flight(item)
+        self.queues.finish(host, item, False)
+        self.policy.complete(host, now, response_time_s, error, retry_after_s, skipped=skipped)
+        self._commit()
+
+    def retry(self, item: CrawlItem, now: float, *, not_before: float, error: bool = True) -> None:
+        """Like :meth:`complete`, but ``item`` goes back to its place at the head of
+        its host's queue with ``attempt + 1``, and the host waits until ``not_before``."""
+        self._touch(now)
+        host = self._take_in_flight(item)
+        _, head = self.queues.finish(host, item, True)
+        self.queued += 1
+        self.policy.set_head(host, head, now)
+        self.policy.complete(host, now, None, error, None, not_before=not_before)
+        self._commit()
+
+    # -- host controls ---------------------------------------------------------------
+
+    def defer_host(self, host: str, until: float) -> None:
+        """Fetch nothing of ``host`` before ``until`` (replaces its next allowed time)."""
+        self.policy.defer(host, until, self.last_now)
+
+    def drop_host(self, host: str) -> list[CrawlItem]:
+        """Remove and return the host's queued items (items in flight stay in flight)."""
+        removed = self.queues.remove_host(host)
+        self.queued -= len(removed)
+        self.policy.set_head(host, None, self.last_now)
+        return removed
+
+    def set_crawl_delay(self, host: str, seconds: float) -> None:
+        """The host's robots.txt Crawl-delay (capped at ``max_crawl_delay_s`` when used)."""
+        self.policy.set_crawl_delay(host, seconds)
+
+    def set_host_ip(self, host: str, ip: str) -> None:
+        """The host's address: hosts on one address share ``per_ip_connections``."""
+        self.policy.set_host_ip(host, ip, self.last_now)
+
+    def queued_hosts(self) -> list[tuple[str, str]]:
+        """``(host, url of its queue head)`` for every host with something queued."""
+        out = []
+        for st in self.policy.hosts():
+            if st.head is not None:
+                head = self.queues.items(st.host, 1)
+                if head:
+                    out.append((st.host, head[0].url))
+        return out
+
+    # -- cluster hand-off -------------------------------------------------------------
+
+    def export_bucket(self, bucket: int) -> BucketState:
+        """The bucket's queued items, seen keys and host clocks (a copy; see :meth:`drop_bucket`)."""
+        self._check_bucket(bucket)
+        hosts = sorted(self.hosts_of_bucket.get(bucket, ()))
+        items = [item for host in hosts for item in self.queues.items(host)]
+        clocks = []
+        for host in hosts:
+            st = self.policy.known(host)
+            if st is not None:
+                wait = max(0.0, st.next_allowed_at - self.last_now) if math.isfinite(self.last_now) else 0.0
+                clocks.append(HostClock(host, wait, st.crawl_delay_s, st.errors,
+                                        st.group if st.group != host else None, self.accepted.get(host, 0)))
+        return BucketState(bucket, self.n_buckets, tuple(items), self.seen.export_bucket(bucket), tuple(clocks))
+
+    def import_bucket(self, state: BucketState) -> int:
+        """Adopt a bucket exported by another node; returns the number of items queued."""
+        if state.n_buckets != self.n_buckets:
+            raise FrontierError(f"bucket state for M={state.n_buckets}, this frontier has M={self.n_buckets}")
+        self._check_bucket(state.bucket)
+        now = self.last_now if math.isfinite(self.last_now) else 0.0
+        hosts = self._hosts_of(state.items)
+        for host in set(hosts) | {clock.host for clock in state.hosts}:
+            if bucket_of(host, self.n_buckets) != state.bucket:
+                raise FrontierError(f"host {host!r} is not in bucket {state.bucket}")
+            if host not in self.bucket_of_host:
+                self._new_bucket(host)
+        for clock in state.hosts:
+            self._adopt_clock(clock, now)
+        keys = np.asarray(state.seen_keys, dtype=np.uint64)
+        fps = np.fromiter((it.fp for it in state.items), dtype=np.uint64, count=len(state.items))
+        item_keys = seen_keys(np.full(len(fps), state.bucket, dtype=np.uint64), fps)
+        fresh = ~self.seen.contains_many(item_keys)
+        all_keys = np.concatenate((keys, item_keys))
+        new_mask = self.seen.add_many(all_keys)
+        if self.persist is not None:
+            self.persist.journal_seen(all_keys[new_mask])
+        pairs = [(hosts[i], state.items[i]) for i in np.flatnonzero(fresh).tolist()]
+        count = len(self._enqueue(pairs, now, cap=False))
+        self._commit()
+        return count
+
+    def _adopt_clock(self, clock: HostClock, now: float) -> None:
+        st = self.policy.state(clock.host)
+        st.crawl_delay_s, st.errors = clock.crawl_delay_s, clock.errors
+        if clock.ip is not None:
+            self.policy.set_host_ip(clock.host, clock.ip, now)
+        self.policy.defer(clock.host, max(st.next_allowed_at, now + clock.wait_s), now)
+        if clock.accepted:
+            self.accepted[clock.host] = max(self.accepted.get(clock.host, 0), clock.accepted)
+            if self.persist is not None:
+                self.persist.accepted(clock.host, self.accepted[clock.host])
+
+    def drop_bucket(self, bucket: int) -> int:
+        """Forget the bucket: its queued items, seen keys and idle hosts. Returns items removed."""
+        self._check_bucket(bucket)
+        if self.persist is not None:
+            self.persist.before_drop_bucket()
+        removed = 0
+        for host in sorted(self.hosts_of_bucket.pop(bucket, set())):
+            removed += len(self.drop_host(host))
+            self.bucket_of_host.pop(host, None)
+            self.accepted.pop(host, None)
+            self.policy.forget(host)
+        self.seen.drop_bucket(bucket)
+        self._commit()
+        return removed
+
+    # -- state ---------------------------------------------------------------------------
+
+    def pending(self) -> int:
+        """Items queued and not in flight."""
+        return self.queued
+
+    def in_flight(self) -> int:
+        return len(self.in_flight_items)
+
+    def is_done(self) -> bool:
+        """Nothing queued and nothing in flight."""
+        return self.queued == 0 and not self.in_flight_items
+
+    def stats(self) -> dict[str, int | float]:
+        """Counters for progress displays and tests (O(hosts): call it at human rates)."""
+        out: dict[str, int | float] = {
+            "queued": self.queued, "in_flight": len(self.in_flight_items), "seen": len(self.seen),
+            "cache_hits": self.seen.hits, "cache_lookups": self.seen.lookups,
+            "dropped_by_host_cap": self.dropped_by_host_cap, "resumed_in_flight": self.resumed_in_flight,
+        }
+        out.update(self.policy.counts(self.last_now))
+        return out
+
+    def flush(self) -> None:
+        """Make everything durable now."""
+        self._commit()
+        if self.persist is not None:
+            self.persist.checkpoint()
+
+    def close(self) -> None:
+        """Flush and release files; the frontier is unusable afterwards."""
+        if self.persist is not None:
+            self.flush()
+            self.persist.close()
+            self.persist = None
+
+    # -- internals ------------------------------------------------------------------------
+
+    def _touch(self, now: float) -> None:
+        if now > self.last_now:
+            self.last_now = now
+
+    def _commit(self) -> None:
+        if self.persist is not None:
+            self.persist.commit()
+
+    def _hosts_of(self, items: Sequence[CrawlItem]) -> list[str]:
+        try:
+            return [host_key(it.url) for it in items]
+        except (ValueError, AttributeError, TypeError):
+            bad = next(it for it in items if not isinstance(getattr(it, "url", None), str) or "//" not in it.url)
+            raise FrontierError(f"not a canonical absolute URL: {getattr(bad, 'url', bad)!r}") from None
+
+    def _new_bucket(self, host: str) -> int:
+        bucket = bucket_of(host, self.n_buckets)
+        self.bucket_of_host[host] = bucket
+        self.hosts_of_bucket.setdefault(bucket, set()).add(host)
+        return bucket
+
+    def _enqueue(self, pairs: list[tuple[str, CrawlItem]], now: float, cap: bool = True) -> list[CrawlItem]:
+        by_host: dict[str, list[CrawlItem]] = {}
+        for host, item in pairs:
+            group = by_host.get(host)
+            if group is None:
+                group = by_host[host] = []
+            group.append(item)
+        fresh: list[CrawlItem] = []
+        for host, group in by_host.items():
+            if cap:
+                group = self._within_cap(host, group)
+            if group:
+                self.policy.set_head(host, self.queues.push(host, group), now)
+                fresh.extend(group)
+        self.queued += len(fresh)
+        return fresh
+
+    def _within_cap(self, host: str, group: list[CrawlItem]) -> list[CrawlItem]:
+        cap = self.max_pages_per_host
+        if cap is None:
+            return group
+        before = self.accepted.get(host, 0)
+        take = max(0, min(len(group), cap - before))
+        self.dropped_by_host_cap += len(group) - take
+        if take:
+            self.accepted[host] = before + take
+            if self.persist is not None:
+                self.persist.accepted(host, before + take)
+        return group[:take]
+
+    def _take_in_flight(self, item: CrawlItem) -> str:
+        host = self.in_flight_items.pop(item.fp, None)
+        if host is None:
+            raise FrontierError(f"{item.url!r} is not in flight")
+        return host
+
+    def _check_bucket(self, bucket: int) -> None:
+        if not 0 <= bucket < self.n_buckets:
+            raise FrontierError(f"bucket {bucket} outside 0..{self.n_buckets - 1}")
