@@ -40,8 +40,8 @@ def repair_warc(path: Path, gzipped: bool) -> int:
         raise StoreError(f"cannot repair {path}: {exc.strerror}") from exc
 
 
-def _plain_record(handle: BinaryIO, at: int) -> tuple[int, bool] | None:
-    """(record length, starts a unit) of the uncompressed record at ``at``; None if cut short."""
+def _plain_record(handle: BinaryIO, at: int) -> tuple[int, bytes] | None:
+    """(record length, WARC-Type) of the uncompressed record at ``at``; None if cut short."""
     handle.seek(at)
     head = handle.read(_CHUNK_BYTES)
     end = head.find(b"\r\n\r\n")
@@ -61,27 +61,33 @@ def _plain_record(handle: BinaryIO, at: int) -> tuple[int, bool] | None:
     for line in head[:end].split(b"\r\n")[1:]:
         name, _, value = line.partition(b":")
         if name.strip().lower() == b"content-length":
-            length = int(value.strip())
+            length = int(value.strip()) if value.strip().isdigit() else -1
         elif name.strip().lower() == b"warc-type":
             kind = value.strip()
     if length < 0:
         raise CorruptState(f"WARC record at offset {at} has no Content-Length")
-    return end + 4 + length + 4, kind != b"request"
+    return end + 4 + length + 4, kind
 
 
 def _scan_plain(handle: BinaryIO, size: int) -> int:
-    at, unit_start = 0, 0
+    """Like :func:`scan_units` for an uncompressed WARC: a unit is a warcinfo record,
+    or a response/revisit record and the request record after it."""
+    at, unit_start, closed = 0, 0, True
     while at < size:
         record = _plain_record(handle, at)
         if record is None or at + record[0] > size:
-            return unit_start
-        if record[1]:
+            return at if closed else unit_start
+        length, kind = record
+        if kind != b"request":
             unit_start = at
-        at += record[0]
-    handle.seek(size - 4)
-    if size and handle.read(4) != b"\r\n\r\n":
+        closed = kind in (b"request", b"warcinfo")
+        at += length
+    if not closed:
         return unit_start
-    return at
+    if size == 0:
+        return 0
+    handle.seek(size - 4)
+    return at if handle.read(4) == b"\r\n\r\n" else unit_start
 
 
 def _lines_backward(handle: BinaryIO, end: int) -> Iterator[tuple[int, bytes]]:
@@ -109,7 +115,6 @@ def repair_index(path: Path, sizes: dict[str, int]) -> None:
     try:
         with path.open("r+b") as handle:
             size = os.fstat(handle.fileno()).st_size
-            handle.seek(0)
             handle.seek(max(0, size - _MAX_HEADER_BYTES))
             tail = handle.read()
             cut = size if tail.endswith(b"\n") or not tail else size - len(tail) + tail.rfind(b"\n") + 1

@@ -1,4 +1,4 @@
-"""Helpers for the store tests: FetchResult factories and WARC read-back with warcio."""
+"""Helpers for the store tests (imported by name; pytest puts this directory on sys.path)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from webgather.config import StoreConfig
 from webgather.fetch.model import FetchResult
 
 T0 = 1_700_000_000.0
@@ -68,8 +66,3 @@ def read_records(path: Path) -> Iterator[dict[str, Any]]:
                 "record": record,
             }
             iterator.read_to_end(record)
-
-
-@pytest.fixture
-def small_config() -> StoreConfig:
-    return StoreConfig(warc_max_bytes=64 * 1024)
