@@ -238,8 +238,28 @@ async def test_plain_page_records_request_and_response(server: RawServer, client
     sent = dict(r.request_headers)
     assert sent["If-None-Match"] == '"v1"' and sent["Accept-Encoding"].startswith("gzip, deflate")
     assert sent["User-Agent"] == FetchConfig().user_agent
-    assert dict(server.requests[-1][1]) == sent  # recorded exactly what went out
+    assert server.requests[-1][1] == list(r.request_headers)  # recorded exactly what went out, in order
+    assert r.request_headers[0] == ("Host", f"127.0.0.1:{server.port}")
     assert r.peer_ip == "127.0.0.1" and r.elapsed_s > 0 and r.started_at > 1e9
+
+
+async def test_overridden_headers_are_recorded_as_sent(server: RawServer, client: HttpClient) -> None:
+    r = await client.fetch(server.url("/ok"), headers={"user-agent": "probe/1", "X-A": "1", "Accept": "text/plain"})
+    assert r.status == 200
+    assert server.requests[-1][1] == list(r.request_headers)
+    assert ("user-agent", "probe/1") in r.request_headers and len(r.request_headers) == 5
+
+
+async def test_credentials_in_a_url_are_not_sent(server: RawServer, client: HttpClient) -> None:
+    r = await client.fetch(f"http://user:secret@127.0.0.1:{server.port}/ok")
+    assert r.status == 200 and r.url == f"http://user:secret@127.0.0.1:{server.port}/ok"
+    assert "Authorization" not in dict(server.requests[-1][1])
+
+
+async def test_non_ascii_url_is_canonicalized_before_sending(server: RawServer, client: HttpClient) -> None:
+    server.routes["/caf%C3%A9"] = ROUTES["/ok"]
+    r = await client.fetch(f"http://127.0.0.1:{server.port}/café")
+    assert (r.status, r.url) == (200, f"http://127.0.0.1:{server.port}/caf%C3%A9")
 
 
 async def test_fake_host_name_connects_to_mapped_address_and_keeps_host(server: RawServer, client: HttpClient) -> None:
@@ -352,7 +372,9 @@ async def test_unresolvable_host_is_dns_without_leaving_the_machine(client: Http
     assert not should_retry(r, 0, 2)
 
 
-@pytest.mark.parametrize("url", ["ftp://h1.web.test/", "not a url", "http://", "", "mailto:x@y.z"])
+@pytest.mark.parametrize(
+    "url", ["ftp://h1.web.test/", "not a url", "http://", "", "mailto:x@y.z", "http://[bad/", "http://a.test:99999/"]
+)
 async def test_invalid_urls_are_invalid_url(client: HttpClient, url: str) -> None:
     r = await client.fetch(url)
     assert (r.status, r.error) == (None, "invalid_url")

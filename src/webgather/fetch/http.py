@@ -28,6 +28,7 @@ Called by the node's fetch workers (``runtime``), also for robots.txt.
 from __future__ import annotations
 
 import asyncio
+import re
 import socket
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -55,12 +56,16 @@ from webgather.fetch.decode import ACCEPT_ENCODING, decode_body
 from webgather.fetch.model import FetchResult, Headers
 from webgather.fetch.resolver import Resolver
 from webgather.runtime.clock import Clock
-from webgather.urls import canonicalize, hostname
+from webgather.urls import canonicalize
 
 __all__ = ["ACCEPT", "HttpClient", "map_transport_errors"]
 
 ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 _MAX_DETAIL_CHARS = 200
+_WIRE_READY = re.compile(r"https?://[!-~]+\Z")
+"""ASCII, no spaces or controls: a canonical URL goes on the wire as it is."""
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+_BAD_VALUE = re.compile(r"[\r\n\0]")
 
 
 class _AiohttpResolver(AbstractResolver):
@@ -209,26 +214,23 @@ class HttpClient:
             await session.close()
 
     async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult:
-        """GET ``url`` (no redirects followed). Never raises for network or HTTP problems."""
+        """GET ``url`` (no redirects followed). Never raises for network or HTTP problems.
+
+        ``url`` should be canonical (the frontier's); one that cannot go on the
+        wire as given (non-ASCII, spaces) is canonicalized first. ``result.url``
+        is the URL requested.
+        """
         started_at = self._clock.wall()
         start = self._clock.monotonic()
-        canonical = canonicalize(url) if isinstance(url, str) else None
-        draft = _Draft(canonical or str(url), self._request_headers(headers), self._config.max_body_bytes)
+        draft = _Draft(str(url), self._base_headers, self._config.max_body_bytes)
         try:
-            if canonical is None:
-                raise InvalidUrl(f"not an absolute http(s) URL: {str(url)[:_MAX_DETAIL_CHARS]!r}")
+            draft.url, target = _target(url)
+            extra = _extra_headers(headers)
             with map_transport_errors(lambda: draft.status is not None):
-                await self._exchange(canonical, draft)
+                await self._exchange(target, extra, draft)
         except FetchError as exc:
             draft.fail(exc)
         return draft.result(started_at, self._clock.monotonic() - start)
-
-    def _request_headers(self, extra: Mapping[str, str] | None) -> Headers:
-        if not extra:
-            return self._base_headers
-        given = {k.lower() for k in extra}
-        kept = tuple(h for h in self._base_headers if h[0].lower() not in given)
-        return kept + tuple((str(k), str(v)) for k, v in extra.items())
 
     def _open(self) -> aiohttp.ClientSession:
         if self._closed:
@@ -248,16 +250,15 @@ class HttpClient:
                 auto_decompress=False,
                 cookie_jar=aiohttp.DummyCookieJar(),
                 trust_env=False,
+                headers=self._base_headers,
             )
         return self._session
 
-    async def _exchange(self, url: str, draft: _Draft) -> None:
+    async def _exchange(self, target: URL, extra: Headers, draft: _Draft) -> None:
         session = self._open()
-        _check_headers(draft.request_headers)
-        draft.peer_ip = await self._resolver.resolve(hostname(url))
-        response = await session.get(
-            URL(url, encoded=True), headers=draft.request_headers, allow_redirects=False
-        )
+        draft.request_headers = _as_sent(target, self._base_headers, extra)
+        draft.peer_ip = await self._resolver.resolve(target.raw_host or "")
+        response = await session.get(target, headers=extra or None, allow_redirects=False)
         unwatch = _fail_body_on_disconnect(response)
         try:
             _take_head(response, draft)
@@ -286,6 +287,8 @@ class HttpClient:
             if draft.size > limit:
                 draft.truncated = True
                 raise BodyTooLarge(f"body over max_body_bytes={limit}; kept the first {limit} bytes")
+            if content.at_eof():  # spares one more read for the common one-chunk body
+                return
 
 
 def _take_head(response: aiohttp.ClientResponse, draft: _Draft) -> None:
@@ -294,7 +297,6 @@ def _take_head(response: aiohttp.ClientResponse, draft: _Draft) -> None:
     version = response.version
     if version is not None:
         draft.http_version = f"{version.major}.{version.minor}"
-    draft.request_headers = tuple(response.request_info.headers.items())
     draft.response_headers = tuple(
         (name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
         for name, value in response.raw_headers
@@ -331,7 +333,45 @@ def _nothing() -> None:
     return None
 
 
-def _check_headers(headers: Headers) -> None:
-    for name, value in headers:
-        if not name or any(c in name for c in ":\r\n\0 ") or any(c in value for c in "\r\n\0"):
-            raise ProtocolViolation(f"refusing to send a malformed request header {name!r}")
+def _target(url: str) -> tuple[str, URL]:
+    """The URL to record and the yarl URL to request; :class:`InvalidUrl` if there is none."""
+    text = url if isinstance(url, str) else ""
+    if not _WIRE_READY.match(text):
+        text = canonicalize(text) or ""
+    try:  # yarl parses lazily: a bad port or IPv6 literal shows on first access
+        target = URL(text, encoded=True)
+        ok = target.scheme in ("http", "https") and bool(target.raw_host) and target.port is not None
+        if ok and (target.raw_user is not None or target.raw_password is not None):
+            target = target.with_user(None)  # never send credentials found in a link
+    except ValueError as exc:
+        raise InvalidUrl(f"{_clip(str(url))!r}: {exc}") from None
+    if not ok:
+        raise InvalidUrl(f"not an absolute http(s) URL: {_clip(str(url))!r}")
+    return text, target
+
+
+def _extra_headers(headers: Mapping[str, str] | None) -> Headers:
+    if not headers:
+        return ()
+    pairs = tuple((str(k), str(v)) for k, v in headers.items())
+    for name, value in pairs:
+        if not _TOKEN.match(name) or _BAD_VALUE.search(value):
+            raise ProtocolViolation(f"refusing to send a malformed request header {_clip(name)!r}")
+    return pairs
+
+
+def _as_sent(target: URL, base: Headers, extra: Headers) -> Headers:
+    """The request headers in wire order, as aiohttp merges and sends them (Host first)."""
+    merged = list(base)
+    for name, value in extra:
+        lower = name.lower()
+        at = next((i for i, (k, _) in enumerate(merged) if k.lower() == lower), -1)
+        if at >= 0:
+            merged[at] = (name, value)  # aiohttp keeps the default's place, takes the new spelling
+        else:
+            merged.append((name, value))
+    return (("Host", target.host_port_subcomponent or ""), *merged)
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= _MAX_DETAIL_CHARS else text[:_MAX_DETAIL_CHARS] + "..."
