@@ -60,8 +60,8 @@ class RawServer:
     _server: asyncio.Server | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
-    async def start(self) -> int:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+    async def start(self, host: str = "127.0.0.1") -> int:
+        self._server = await asyncio.start_server(self._serve, host, 0)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -415,3 +415,37 @@ async def test_dns_failure_inside_aiohttp_maps_to_dns() -> None:
     async with HttpClient(FetchConfig(connect_timeout_s=1.0, total_timeout_s=1.0), resolver, clock) as c:
         r: FetchResult = await c.fetch("http://flaky.web.test:9/")
     assert (r.error, len(calls)) == ("dns", 2)
+
+
+async def test_real_dns_path_with_localhost_only(server: RawServer) -> None:
+    clock = SystemClock()
+    resolver = Resolver(clock)  # the event loop's getaddrinfo: "localhost" never leaves the machine
+    async with HttpClient(FetchConfig(connect_timeout_s=1.0, total_timeout_s=1.0), resolver, clock) as c:
+        r = await c.fetch(f"http://localhost:{server.port}/ok")
+    assert (r.status, r.peer_ip, resolver.lookups) == (200, "127.0.0.1", 1)
+    assert dict(server.requests[-1][1])["Host"] == f"localhost:{server.port}"
+
+
+def _ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback here")
+async def test_ipv6_literal_and_mapped_name() -> None:
+    srv = RawServer(dict(ROUTES))
+    port = await srv.start("::1")
+    clock = SystemClock()
+    resolver = Resolver(clock, static={"v6.web.test": "::1"}, lookup=no_dns)
+    try:
+        async with HttpClient(FetchConfig(connect_timeout_s=1.0, total_timeout_s=1.0), resolver, clock) as c:
+            literal = await c.fetch(f"http://[::1]:{port}/ok")
+            named = await c.fetch(f"http://v6.web.test:{port}/ok")
+    finally:
+        await srv.close()
+    assert (literal.status, literal.peer_ip, named.status, named.peer_ip) == (200, "::1", 200, "::1")
+    assert dict(srv.requests[-1][1])["Host"] == f"v6.web.test:{port}"

@@ -27,11 +27,13 @@ from webgather.errors import DecompressionBomb, ProtocolViolation, TruncatedBody
 
 __all__ = ["ACCEPT_ENCODING", "BROTLI_AVAILABLE", "decode_body"]
 
-_brotli: Any
+_brotli: Any = None
 try:  # optional: brotli is not a dependency
-    import brotli as _brotli
+    import brotli
+
+    _brotli = brotli
 except ImportError:  # pragma: no cover - depends on the environment
-    _brotli = None
+    pass
 if _brotli is not None and not hasattr(_brotli.Decompressor(), "can_accept_more_data"):
     _brotli = None  # pragma: no cover - brotli < 1.2 cannot bound its output: do not offer br
 

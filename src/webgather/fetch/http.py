@@ -112,8 +112,7 @@ class _Draft:
 
     def fail(self, exc: FetchError) -> None:
         self.error = exc.kind
-        detail = str(exc) or type(exc).__name__
-        self.error_detail = detail if len(detail) <= _MAX_DETAIL_CHARS else detail[:_MAX_DETAIL_CHARS] + "..."
+        self.error_detail = _clip(str(exc) or type(exc).__name__)
         self.body = b""
 
     def result(self, started_at: float, elapsed_s: float) -> FetchResult:
@@ -242,7 +241,7 @@ class HttpClient:
                 limit_per_host=0,
                 use_dns_cache=False,
                 resolver=_AiohttpResolver(self._resolver),
-                ssl=None if self._verify_tls else False,
+                ssl=self._verify_tls,
             )
             self._session = aiohttp.ClientSession(
                 connector=connector,
@@ -269,11 +268,9 @@ class HttpClient:
         finally:
             unwatch()
         response.release()
-        draft.body = decode_body(
-            draft.chunks[0] if len(draft.chunks) == 1 else b"".join(draft.chunks),
-            response.headers.get("Content-Encoding"),
-            self._config.max_decoded_bytes,
-        )
+        raw = draft.chunks[0] if len(draft.chunks) == 1 else b"".join(draft.chunks)
+        draft.chunks = [raw]
+        draft.body = decode_body(raw, response.headers.get("Content-Encoding"), self._config.max_decoded_bytes)
 
     async def _read_body(self, response: aiohttp.ClientResponse, draft: _Draft) -> None:
         limit = self._config.max_body_bytes
@@ -292,6 +289,11 @@ class HttpClient:
 
 
 def _take_head(response: aiohttp.ClientResponse, draft: _Draft) -> None:
+    connection = response.connection
+    transport = connection.transport if connection is not None else None
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    if peer:  # the address actually connected to (a kept-alive connection may predate a DNS change)
+        draft.peer_ip = str(peer[0])
     draft.status = response.status
     draft.reason = response.reason or ""
     version = response.version
@@ -325,8 +327,11 @@ def _fail_body_on_disconnect(response: aiohttp.ClientResponse) -> Callable[[], N
             cause = protocol.exception()
             content.set_exception(aiohttp.ClientPayloadError(f"connection closed mid-body: {cause}"))
 
+    def unwatch() -> None:
+        closed.remove_done_callback(on_closed)
+
     closed.add_done_callback(on_closed)
-    return lambda: closed.remove_done_callback(on_closed) and None
+    return unwatch
 
 
 def _nothing() -> None:

@@ -189,12 +189,11 @@ class Resolver:
         fixed = self._static.get(name)
         if fixed is not None:
             return fixed
-        literal = ip_literal(name)
-        if literal is not None:
-            return literal
-        now = self._clock.monotonic()
-        answer = self._cache.get(name, now)
+        answer = self._cache.get(name, self._clock.monotonic())
         if answer is None:
+            literal = ip_literal(name)
+            if literal is not None:
+                return literal
             answer = await self._look_up(name)
         if answer.address is None:
             raise DnsFailed(f"{name}: {answer.error}")
