@@ -20,7 +20,9 @@ record is whole or absent, and re-opening repairs the tail.
 from __future__ import annotations
 
 from webgather.store.crawllog import CrawlLog, read_crawl_log
-from webgather.store.linklog import LinkLog, read_anchors, read_edges
+from webgather.store.cdxj import read_index, sort_index, surt
+from webgather.store.linklog import LinkLog, read_anchors, read_edges, read_link_graph
+from webgather.store.summary import read_summary, write_summary
 from webgather.store.warc import Archive, ArchiveRef
 from webgather.store.writer import ArchiveWriter, WriterStats
 
@@ -34,4 +36,10 @@ __all__ = [
     "read_anchors",
     "read_crawl_log",
     "read_edges",
+    "read_index",
+    "read_link_graph",
+    "read_summary",
+    "sort_index",
+    "surt",
+    "write_summary",
 ]
