@@ -81,8 +81,8 @@ class RawServer:
         try:
             while await self._one(reader, writer):
                 pass
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass  # a client hung up, or close() cancelled us: either way this connection is done
         finally:
             self._tasks.discard(task)
             writer.close()
@@ -147,6 +147,12 @@ async def garbage(w: Writer) -> bool:
     return False
 
 
+async def huge_header(w: Writer) -> bool:
+    w.write(head("200 OK", [("X-Big", "a" * 20000), ("Content-Length", "2")]) + b"ok")
+    await w.drain()
+    return True
+
+
 async def slow_body(w: Writer) -> bool:
     w.write(head("200 OK", [("Content-Length", "10")]) + b"12345")
     await w.drain()
@@ -197,6 +203,8 @@ ROUTES: dict[str, Route] = {
     "/badchunk1": bad_chunks(0.0),
     "/chunked": good_chunks,
     "/garbage": garbage,
+    "/badstatus": fixed("abc Weird", b"ok"),
+    "/hugeheader": huge_header,
     "/slowbody": slow_body,
     "/slowhead": slow_head,
     "/eof": close_delimited,
@@ -324,7 +332,10 @@ async def test_not_modified_and_busy(server: RawServer, client: HttpClient) -> N
 
 @pytest.mark.parametrize(
     ("path", "kind"),
-    [("/close", "reset"), ("/reset", "reset"), ("/garbage", "protocol")],
+    [
+        ("/close", "reset"), ("/reset", "reset"), ("/garbage", "protocol"),
+        ("/badstatus", "protocol"), ("/hugeheader", "protocol"),
+    ],  # fmt: skip
 )
 async def test_failures_before_a_response(server: RawServer, client: HttpClient, path: str, kind: str) -> None:
     r = await client.fetch(server.url(path))

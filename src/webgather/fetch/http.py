@@ -150,7 +150,7 @@ def map_transport_errors(headers_received: Callable[[], bool]) -> Iterator[None]
     except aiohttp.ClientResponseError as exc:  # the response parser rejected what came
         if _is_framing_error(exc):  # head and broken body arrived in one read
             raise TruncatedBody(_text(exc, "broken body framing")) from exc
-        raise ProtocolViolation(_text(exc, "malformed response")) from exc
+        raise ProtocolViolation(_text(exc.message, "malformed response")) from exc
     except (TransferEncodingError, ContentLengthError) as exc:  # pure-Python parser, mid-body
         raise TruncatedBody(_text(exc, "broken body framing")) from exc
     except HttpProcessingError as exc:
@@ -175,7 +175,7 @@ def _is_framing_error(exc: BaseException) -> bool:
     return "chunk" in str(exc).lower()
 
 
-def _text(exc: BaseException | None, fallback: str) -> str:
+def _text(exc: BaseException | str | None, fallback: str) -> str:
     text = str(exc) if exc is not None else ""
     return " ".join(text.split()) or fallback
 
