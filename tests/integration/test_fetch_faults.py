@@ -204,6 +204,7 @@ ROUTES: dict[str, Route] = {
     "/chunked": good_chunks,
     "/garbage": garbage,
     "/badstatus": fixed("abc Weird", b"ok"),
+    "/chunked/badstatus": fixed("abc Weird", b"ok"),
     "/hugeheader": huge_header,
     "/slowbody": slow_body,
     "/slowhead": slow_head,
@@ -334,7 +335,7 @@ async def test_not_modified_and_busy(server: RawServer, client: HttpClient) -> N
     ("path", "kind"),
     [
         ("/close", "reset"), ("/reset", "reset"), ("/garbage", "protocol"),
-        ("/badstatus", "protocol"), ("/hugeheader", "protocol"),
+        ("/badstatus", "protocol"), ("/chunked/badstatus", "protocol"), ("/hugeheader", "protocol"),
     ],  # fmt: skip
 )
 async def test_failures_before_a_response(server: RawServer, client: HttpClient, path: str, kind: str) -> None:

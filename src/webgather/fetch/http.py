@@ -165,14 +165,14 @@ def map_transport_errors(headers_received: Callable[[], bool]) -> Iterator[None]
         raise ProtocolViolation(_text(exc, type(exc).__name__)) from exc
 
 
-def _is_framing_error(exc: BaseException) -> bool:
+def _is_framing_error(exc: aiohttp.ClientResponseError) -> bool:
     """Broken chunking or Content-Length, seen by the C parser (message) or the Python one (type)."""
     cause: BaseException | None = exc
     while cause is not None:
         if isinstance(cause, (TransferEncodingError, ContentLengthError)):
             return True
         cause = cause.__cause__
-    return "chunk" in str(exc).lower()
+    return "chunk" in exc.message.lower()  # the message only: str(exc) holds the URL too
 
 
 def _text(exc: BaseException | str | None, fallback: str) -> str:
