@@ -1,0 +1,121 @@
+"""PNG plots of an analysis (matplotlib's Agg canvas; no pyplot, no global state).
+
+Each function returns PNG bytes: the caller writes them to files and embeds
+them in the HTML report. Plots: in/out/effective in-degree CCDFs on log-log
+axes with the fitted power law, bow-tie region sizes, cores against candidate
+fans, and per-node pages per interval with the load variance.
+"""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from webgather.analysis.bowtie import REGIONS
+from webgather.analysis.degrees import DegreeStats
+from webgather.analysis.load import NodeLoad
+from webgather.analysis.run import Analysis
+from webgather.analysis.trawl import TrawlResult
+
+__all__ = ["all_plots", "bowtie_png", "cores_png", "degrees_png", "load_png"]
+
+_DPI = 100
+
+
+def _png(figure: Figure) -> bytes:
+    FigureCanvasAgg(figure)
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=_DPI)
+    return buffer.getvalue()
+
+
+def _ccdf(stats: DegreeStats) -> tuple[np.ndarray, np.ndarray]:
+    """(degree, share of positive values >= degree)."""
+    pairs = np.asarray([p for p in stats.histogram if p[0] > 0], dtype=np.float64).reshape(-1, 2)
+    if pairs.size == 0:
+        return pairs[:, 0], pairs[:, 1]
+    above = np.cumsum(pairs[::-1, 1])[::-1]
+    return pairs[:, 0], above / above[0]
+
+
+def _degree_panel(ax: Axes, stats: DegreeStats) -> None:
+    x, y = _ccdf(stats)
+    ax.set_title(stats.name)
+    ax.set_xlabel("degree k")
+    ax.set_ylabel("P(K >= k)")
+    if x.size == 0:
+        ax.text(0.5, 0.5, "no links", ha="center", transform=ax.transAxes)
+        return
+    ax.loglog(x, y, ".", markersize=3, label="observed")
+    fit = stats.fit
+    if fit is not None:
+        tail = x[x >= fit.x_min]
+        share = fit.n_tail / max(fit.n_values, 1)
+        line = share * (tail / fit.x_min) ** (1.0 - fit.alpha)
+        ax.loglog(tail, line, "-", label=f"alpha = {fit.alpha:.2f}, x_min = {fit.x_min:g}")
+    ax.legend(fontsize=8)
+
+
+def degrees_png(degrees: dict[str, DegreeStats]) -> bytes:
+    figure = Figure(figsize=(4.2 * len(degrees), 3.8), layout="constrained")
+    for ax, stats in zip(figure.subplots(1, len(degrees), squeeze=False)[0], degrees.values()):
+        _degree_panel(ax, stats)
+    return _png(figure)
+
+
+def bowtie_png(sizes: dict[str, int]) -> bytes:
+    figure = Figure(figsize=(6.4, 3.6), layout="constrained")
+    ax = figure.subplots()
+    values = [sizes[r] for r in REGIONS]
+    bars = ax.bar(list(REGIONS), values, color="tab:blue")
+    ax.bar_label(bars, labels=[f"{v:,}" for v in values], fontsize=8)
+    ax.set_ylabel("pages")
+    ax.set_title("bow-tie regions")
+    return _png(figure)
+
+
+def cores_png(result: TrawlResult) -> bytes:
+    figure = Figure(figsize=(6.4, 3.6), layout="constrained")
+    ax = figure.subplots()
+    fans = [g.fans for g in result.growth]
+    for j in result.center_sizes:
+        ax.plot(fans, [g.cores[j] for g in result.growth], "o-", label=f"K({result.min_fans}+, {j})")
+    ax.set_xlabel("candidate fans")
+    ax.set_ylabel("cores")
+    ax.set_title("bipartite cores as the candidate set grows")
+    ax.legend(fontsize=8)
+    return _png(figure)
+
+
+def load_png(load: NodeLoad) -> bytes:
+    figure = Figure(figsize=(6.4, 5.2), layout="constrained")
+    top, bottom = figure.subplots(2, 1, sharex=True)
+    hours = np.arange(len(load.pages)) * load.interval_s / 3600.0
+    counts = np.asarray(load.pages, dtype=np.float64)
+    for i, node in enumerate(load.nodes):
+        top.plot(hours, counts[:, i], "-", label=node)
+    top.set_ylabel(f"pages per {load.interval_s:g} s")
+    top.set_title("per-node load")
+    if len(load.nodes) <= 12:
+        top.legend(fontsize=7)
+    variance = np.asarray([np.nan if v is None else v for v in load.variance], dtype=np.float64)
+    bottom.plot(hours, variance, "o-", color="tab:red")
+    bottom.set_ylabel("variance of share")
+    bottom.set_xlabel("hours since the first fetch")
+    return _png(figure)
+
+
+def all_plots(analysis: Analysis) -> dict[str, bytes]:
+    """File name -> PNG bytes for every plot that has data."""
+    plots = {
+        "degrees.png": degrees_png(analysis.degrees),
+        "bowtie.png": bowtie_png(analysis.bowtie.sizes()),
+        "cores.png": cores_png(analysis.trawl),
+    }
+    if analysis.load is not None:
+        plots["load.png"] = load_png(analysis.load)
+    return plots
