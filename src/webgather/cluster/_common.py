@@ -1,0 +1,142 @@
+"""Argument checks and JSON rules shared by both cluster backends. Pure.
+
+Both backends must reject the same bad input with the same error, so the
+contract suite can hold them to one behaviour; the checks live here once.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from webgather.cluster.mapping import BucketTable
+from webgather.errors import ClusterError, IncompatibleCrawl
+
+__all__ = [
+    "INT64_MAX",
+    "INT64_MIN",
+    "check_buckets",
+    "check_cas",
+    "check_count",
+    "check_counter",
+    "check_crawl_name",
+    "check_node",
+    "check_seconds",
+    "from_json",
+    "rotate",
+    "settings_json",
+    "settings_mismatch",
+    "to_json",
+]
+
+_CRAWL_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
+MAX_NODE_ID_BYTES = 255
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+
+def check_crawl_name(crawl: str) -> str:
+    """A crawl name usable inside key names (``wg:{crawl}:``)."""
+    if not isinstance(crawl, str) or not _CRAWL_NAME.fullmatch(crawl):
+        raise ClusterError(f"crawl name must be 1-64 of [A-Za-z0-9._-], got {crawl!r}")
+    return crawl
+
+
+def check_node(node: str) -> str:
+    """A node id: a non-empty printable string without spaces, at most 255 utf-8 bytes."""
+    if (not isinstance(node, str) or not node or not node.isprintable() or " " in node
+            or len(node.encode("utf-8", "surrogatepass")) > MAX_NODE_ID_BYTES):
+        raise ClusterError(f"node id must be 1-{MAX_NODE_ID_BYTES} printable bytes without spaces, got {node!r}")
+    return node
+
+
+def check_buckets(buckets: Sequence[int], n_buckets: int) -> list[int]:
+    """``buckets`` as a list of ints in ``0..n_buckets-1`` (duplicates removed, order kept)."""
+    out: list[int] = []
+    for bucket in buckets:
+        if isinstance(bucket, bool) or not isinstance(bucket, int) or not 0 <= bucket < n_buckets:
+            raise ClusterError(f"bucket {bucket!r} outside 0..{n_buckets - 1}")
+        out.append(bucket)
+    return list(dict.fromkeys(out))
+
+
+def check_seconds(name: str, value: float, positive: bool = False) -> float:
+    """A finite duration >= 0 (> 0 with ``positive``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < 0 or (positive and value == 0):
+        raise ClusterError(f"{name} must be a finite number {'>' if positive else '>='} 0, got {value!r}")
+    return float(value)
+
+
+def check_count(name: str, value: int) -> int:
+    """A count >= 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ClusterError(f"{name} must be an integer >= 1, got {value!r}")
+    return value
+
+
+def check_cas(expected_version: int | None, new: BucketTable, current: BucketTable | None) -> None:
+    """Raise ClusterError if a CAS from ``expected_version`` to ``new`` is malformed
+    (a version that does not increase, or a different bucket count)."""
+    if not isinstance(new, BucketTable):
+        raise ClusterError(f"cas_table needs a BucketTable, got {type(new).__name__}")
+    if expected_version is not None and (isinstance(expected_version, bool)
+                                         or not isinstance(expected_version, int)):
+        raise ClusterError(f"expected_version must be an int or None, got {expected_version!r}")
+    if expected_version is not None and new.version <= expected_version:
+        raise ClusterError(f"new table version {new.version} must exceed {expected_version}")
+    if current is not None and current.n_buckets != new.n_buckets:
+        raise ClusterError(f"table has {new.n_buckets} buckets, the crawl has {current.n_buckets}")
+
+
+def to_json(value: Any, what: str) -> str:
+    """Canonical JSON text of ``value`` (sorted keys); non-JSON values raise ClusterError."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ClusterError(f"{what} must be JSON values: {exc}") from None
+
+
+def from_json(text: str | bytes, what: str) -> Any:
+    """Parse JSON stored by :func:`to_json`; corrupt text raises ClusterError."""
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise ClusterError(f"stored {what} is not valid JSON: {exc}") from None
+
+
+def settings_mismatch(stored: Mapping[str, Any], given: Mapping[str, Any]) -> None:
+    """Raise IncompatibleCrawl naming every key whose value differs (or is missing on one side)."""
+    keys = sorted(k for k in set(stored) | set(given)
+                  if k not in stored or k not in given or stored[k] != given[k])
+    if keys:
+        detail = ", ".join(f"{k}: crawl has {stored.get(k, '<unset>')!r}, node has {given.get(k, '<unset>')!r}"
+                           for k in keys)
+        raise IncompatibleCrawl(f"settings differ from the crawl's ({detail})")
+
+
+def settings_json(settings: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """Canonical text and JSON-normalized copy of crawl settings (a mapping with str keys)."""
+    if not isinstance(settings, Mapping) or not all(isinstance(k, str) for k in settings):
+        raise ClusterError("crawl settings must be a mapping with string keys")
+    text = to_json(dict(settings), "crawl settings")
+    return text, from_json(text, "crawl settings")
+
+
+def rotate(items: list[int], turn: int) -> list[int]:
+    """``items`` rotated left by ``turn`` (mod length): fair start for round-robin reads."""
+    if not items:
+        return items
+    k = turn % len(items)
+    return items[k:] + items[:k]
+
+
+def check_counter(name: str, n: int) -> None:
+    """A counter name (non-empty string) and a 64-bit integer increment."""
+    if not isinstance(name, str) or not name:
+        raise ClusterError(f"counter name must be a non-empty string, got {name!r}")
+    if isinstance(n, bool) or not isinstance(n, int) or not INT64_MIN <= n <= INT64_MAX:
+        raise ClusterError(f"counter increment must be a 64-bit integer, got {n!r}")

@@ -1,0 +1,153 @@
+"""Lua scripts of the Redis backend (each runs atomically on the server).
+
+Every key a script touches shares the crawl's hash tag ``{crawl}``, so the
+scripts also run on Redis Cluster (all of a crawl's keys live in one slot).
+Stream entries carry one field, ``p``: the payload.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ACK",
+    "CAS_TABLE",
+    "CLAIM",
+    "ENSURE_SETTINGS",
+    "GET_TABLE",
+    "LEAVE",
+    "MEMBERS",
+    "READ",
+    "SEND",
+    "TRY_LEASE",
+]
+
+SEND = """
+-- KEYS: stream, ready set, bell; ARGV: group, payload, bucket
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+end
+local id = redis.call('XADD', KEYS[1], '*', 'p', ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[3])
+redis.call('XADD', KEYS[3], 'MAXLEN', '1', '*', 'b', ARGV[3])
+return id
+"""
+
+READ = """
+-- KEYS: ready set, bell, stream of each bucket; ARGV: group, consumer, max, bucket of each stream
+-- Reads only buckets flagged in the ready set; a bucket read dry is unflagged in the
+-- same atomic step, so a concurrent SEND (which re-flags it) cannot be missed.
+local out = {}
+local left = tonumber(ARGV[3])
+for i = 3, #KEYS do
+  if left <= 0 then break end
+  local bucket = ARGV[i + 1]
+  if redis.call('SISMEMBER', KEYS[1], bucket) == 1 then
+    local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', left, 'STREAMS', KEYS[i], '>')
+    local entries = (r and r[1] and r[1][2]) or {}
+    if #entries < left then redis.call('SREM', KEYS[1], bucket) end
+    for _, e in ipairs(entries) do
+      out[#out + 1] = bucket; out[#out + 1] = e[1]; out[#out + 1] = e[2][2]
+    end
+    left = left - #entries
+  end
+end
+local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
+local bell = (last[1] and last[1][1]) or '0-0'
+return {bell, out}
+"""
+
+ACK = """
+-- KEYS: stream; ARGV: group, ids...  (an entry is deleted once acked: the stream holds only unacked data)
+local n = 0
+for i = 2, #ARGV do
+  if redis.call('XACK', KEYS[1], ARGV[1], ARGV[i]) == 1 then
+    redis.call('XDEL', KEYS[1], ARGV[i])
+    n = n + 1
+  end
+end
+return n
+"""
+
+CLAIM = """
+-- KEYS: stream of each bucket; ARGV: group, consumer, min idle ms, max, bucket of each stream
+local out = {}
+local left = tonumber(ARGV[4])
+for i = 1, #KEYS do
+  if left <= 0 then break end
+  if redis.call('EXISTS', KEYS[i]) == 1 and redis.call('XPENDING', KEYS[i], ARGV[1])[1] > 0 then
+    local start = '0-0'
+    repeat
+      local r = redis.call('XAUTOCLAIM', KEYS[i], ARGV[1], ARGV[2], ARGV[3], start, 'COUNT', left)
+      start = r[1]
+      for _, e in ipairs(r[2]) do
+        if e then
+          out[#out + 1] = ARGV[i + 4]; out[#out + 1] = e[1]; out[#out + 1] = e[2][2]
+          left = left - 1
+        end
+      end
+    until start == '0-0' or left <= 0
+  end
+end
+return out
+"""
+
+GET_TABLE = """
+-- KEYS: table hash; ARGV: version the caller has ('' for none). Body only if it changed.
+local v = redis.call('HGET', KEYS[1], 'version')
+if not v then return {} end
+if v == ARGV[1] then return {v} end
+return {v, redis.call('HGET', KEYS[1], 'body')}
+"""
+
+CAS_TABLE = """
+-- KEYS: table hash; ARGV: expected version ('' = no table), new version, n_buckets, body
+local v = redis.call('HGET', KEYS[1], 'version')
+if (v or '') ~= ARGV[1] then return 0 end
+local n = redis.call('HGET', KEYS[1], 'n_buckets')
+if n and n ~= ARGV[3] then return -1 end
+redis.call('HSET', KEYS[1], 'version', ARGV[2], 'n_buckets', ARGV[3], 'body', ARGV[4])
+return 1
+"""
+
+ENSURE_SETTINGS = """
+-- KEYS: settings; ARGV: settings JSON. First writer wins; returns what is stored.
+local cur = redis.call('GET', KEYS[1])
+if cur then return cur end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+"""
+
+MEMBERS = """
+-- KEYS: member index set; ARGV: member key prefix. Drops index entries whose key expired.
+local out = {}
+for _, node in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  local info = redis.call('GET', ARGV[1] .. node)
+  if info then
+    out[#out + 1] = node; out[#out + 1] = info
+  else
+    redis.call('SREM', KEYS[1], node)
+  end
+end
+return out
+"""
+
+LEAVE = """
+-- KEYS: member key, member index set, lease; ARGV: node
+redis.call('DEL', KEYS[1])
+redis.call('SREM', KEYS[2], ARGV[1])
+if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
+return 1
+"""
+
+TRY_LEASE = """
+-- KEYS: lease; ARGV: node, ttl ms. Free or expired: take it; ours: renew; else: no.
+local cur = redis.call('GET', KEYS[1])
+if not cur then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+if cur == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""

@@ -1,0 +1,345 @@
+"""The Redis backend (Redis or Valkey >= 6.2) of the cluster protocols.
+
+Keys of crawl ``C`` all start with ``wg:{C}:`` (the braces make Redis Cluster
+keep a crawl in one hash slot, so the Lua scripts may touch any of them):
+
+==================  ===============================================================
+``b:<bucket>``      stream of the bucket's payloads (field ``p``); consumer group ``wg``
+``ready``           set of buckets that may have never-delivered payloads (a hint)
+``bell``            stream of length 1, bumped by every send: idle receivers block on it
+``table``           hash ``version``, ``n_buckets``, ``body`` (the BucketTable as JSON)
+``settings``        string: the crawl's settings as canonical JSON
+``members``         set of node ids; ``m:<node>``: string info JSON with a TTL (``SET PX``)
+``lease``           string: the lease holder, with a TTL (``SET NX PX``)
+``counters``        hash of integer counters (``HINCRBY``)
+==================  ===============================================================
+
+Streams: every node reads through the crawl's one consumer group, as consumer
+``<node id>``; ``XREADGROUP`` makes a payload pending for that node, ``XACK``
+ends it and the entry is then deleted (``XDEL``), so a stream holds exactly
+the unacked payloads (``pending_count`` is ``XLEN``) and nothing unacked is
+ever trimmed. ``claim_stale`` is ``XAUTOCLAIM``.
+
+Reading without polling every stream: a node owns ~M/N buckets (1024 of 4096
+with 4 nodes) but at any moment few of them have new data. ``send`` adds the
+bucket to the ``ready`` set in the same script as the ``XADD``; ``receive``
+runs one script that, for each wanted bucket, checks the set (``SISMEMBER``,
+a hash lookup) and reads only flagged streams, unflagging a bucket it reads
+dry in the same atomic step (so a send cannot slip between read and unflag).
+When nothing is there it blocks on ``XREAD BLOCK`` of the ``bell`` stream from
+the bell id the script returned, so a send in between wakes it at once.
+``bench/cluster_transport.py`` measures this against reading every wanted
+stream; the figures are in the bench's docstring.
+
+Durability: Redis acknowledges a write after appending it to its AOF (the
+embedded server runs with ``appendonly yes``), so a killed and restarted
+server keeps every acked send, ack and table. While Redis is down every call
+raises :class:`~webgather.errors.BackendUnavailable` (the client retries a
+dropped connection twice within ~0.1 s first); once it is back, payloads that
+were delivered but not acked are still pending and come back by
+``claim_stale``. Redis exceptions are translated in one place,
+:func:`_translated`. Idle and expiry times are the server's (real time);
+``receive``'s wait deadline reads the injected clock.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import redis.asyncio as aioredis
+import redis.exceptions as rex
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+
+from webgather.cluster import _common as common
+from webgather.cluster import _redis_scripts as lua
+from webgather.cluster.mapping import DEFAULT_BUCKETS, MAX_BUCKETS, BucketTable
+from webgather.cluster.transport import Delivery
+from webgather.errors import BackendUnavailable, ClusterError
+from webgather.runtime.clock import Clock, SystemClock
+
+__all__ = ["GROUP", "RedisBackend", "RedisCoordinator", "RedisTransport", "redact_url"]
+
+GROUP = "wg"
+MIN_SERVER_VERSION = (6, 2)
+_ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with any password replaced by ``***`` (for messages and logs)."""
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+        return urlunsplit(parts._replace(netloc=netloc))
+    except ValueError:
+        return "<unparsable URL>"
+
+
+@contextmanager
+def _translated(where: str) -> Iterator[None]:
+    """The one place redis-py exceptions become webgather errors."""
+    try:
+        yield
+    except rex.BusyLoadingError as exc:
+        raise BackendUnavailable(f"Redis at {where} is loading its data, retry: {_line(exc)}") from None
+    except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+        raise BackendUnavailable(f"cannot reach Redis at {where}: {_line(exc)}") from None
+    except rex.RedisError as exc:
+        raise ClusterError(f"Redis at {where} refused a command: {_line(exc)}") from None
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode("utf-8", "surrogateescape") if isinstance(raw, bytes) else raw
+
+
+def _line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+class _Keys:
+    def __init__(self, crawl: str) -> None:
+        self.prefix = f"wg:{{{common.check_crawl_name(crawl)}}}:"
+        self.ready = self.prefix + "ready"
+        self.bell = self.prefix + "bell"
+        self.table = self.prefix + "table"
+        self.settings = self.prefix + "settings"
+        self.members = self.prefix + "members"
+        self.member_prefix = self.prefix + "m:"
+        self.lease = self.prefix + "lease"
+        self.counters = self.prefix + "counters"
+
+    def stream(self, bucket: int) -> str:
+        return f"{self.prefix}b:{bucket}"
+
+
+class RedisBackend:
+    """One crawl's connection to Redis (a :class:`~webgather.cluster.transport.Backend`).
+
+    Make one with :meth:`connect`; close it with :meth:`aclose` or ``async with``.
+    """
+
+    def __init__(self, client: aioredis.Redis, crawl: str, n_buckets: int, where: str,
+                 clock: Clock, max_block_s: float) -> None:
+        self.client = client
+        self.crawl = crawl
+        self.n_buckets = n_buckets
+        self.where = where
+        self.keys = _Keys(crawl)
+        self.clock = clock
+        self.max_block_s = max_block_s
+        self.scripts = {name: client.register_script(getattr(lua, name)) for name in lua.__all__}
+        self._coordinator = RedisCoordinator(self)
+
+    @classmethod
+    async def connect(cls, url: str, crawl: str, n_buckets: int = DEFAULT_BUCKETS, *,
+                      clock: Clock | None = None, socket_timeout_s: float = 10.0) -> RedisBackend:
+        """Connect to ``url`` (``redis://``, ``rediss://`` or ``unix://``) and check the
+        server (PING, version >= 6.2). A bad or unreachable URL raises BackendUnavailable."""
+        common.check_crawl_name(crawl)
+        if isinstance(n_buckets, bool) or not isinstance(n_buckets, int) or not 1 <= n_buckets <= MAX_BUCKETS:
+            raise ClusterError(f"n_buckets must be in 1..{MAX_BUCKETS}, got {n_buckets!r}")
+        timeout = common.check_seconds("socket_timeout_s", socket_timeout_s, positive=True)
+        where = redact_url(url)
+        try:
+            client = aioredis.from_url(
+                url, protocol=2, socket_timeout=timeout, socket_connect_timeout=min(timeout, 5.0),
+                retry=Retry(ExponentialBackoff(cap=0.1, base=0.02), 2),
+            )
+        except (ValueError, TypeError) as exc:
+            raise BackendUnavailable(f"bad Redis URL {where}: {_line(exc)}") from None
+        backend = cls(client, crawl, n_buckets, where, clock or SystemClock(), timeout / 2)
+        try:
+            await backend._check_server()
+        except BaseException:
+            await backend.aclose()
+            raise
+        return backend
+
+    async def _check_server(self) -> None:
+        with _translated(self.where):
+            info = await self.client.info("server")
+        raw = str(info.get("redis_version", "0"))
+        version = tuple(int(p) for p in re.findall(r"\d+", raw)[:2])
+        if version < MIN_SERVER_VERSION:
+            raise BackendUnavailable(f"Redis at {self.where} is version {raw}; webgather needs >= 6.2")
+
+    def transport(self, node: str) -> RedisTransport:
+        return RedisTransport(self, common.check_node(node))
+
+    def coordinator(self) -> RedisCoordinator:
+        return self._coordinator
+
+    async def run(self, name: str, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        """Run one of the Lua scripts (errors translated)."""
+        with _translated(self.where):
+            return await self.scripts[name](keys=list(keys), args=list(args))
+
+    @contextmanager
+    def errors(self) -> Iterator[None]:
+        with _translated(self.where):
+            yield
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+
+    async def __aenter__(self) -> RedisBackend:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+def _deliveries(flat: Sequence[bytes]) -> list[Delivery]:
+    return [Delivery(int(flat[i]), flat[i + 1].decode("ascii"), bytes(flat[i + 2]))
+            for i in range(0, len(flat), 3)]
+
+
+class RedisTransport:
+    """:class:`~webgather.cluster.transport.UrlTransport` of one node over Redis Streams."""
+
+    def __init__(self, backend: RedisBackend, node: str) -> None:
+        self.backend = backend
+        self.node = node
+        self.keys = backend.keys
+        self._turn = 0
+
+    async def send(self, bucket: int, payload: bytes) -> str:
+        (bucket,) = common.check_buckets([bucket], self.backend.n_buckets)
+        if not isinstance(payload, (bytes, bytearray, memoryview)):
+            raise ClusterError(f"payload must be bytes, got {type(payload).__name__}")
+        keys = (self.keys.stream(bucket), self.keys.ready, self.keys.bell)
+        raw = await self.backend.run("SEND", keys, (GROUP, bytes(payload), bucket))
+        return bytes(raw).decode("ascii")
+
+    async def receive(self, buckets: Sequence[int], max_batches: int, block_s: float) -> list[Delivery]:
+        wanted = common.check_buckets(buckets, self.backend.n_buckets)
+        common.check_count("max_batches", max_batches)
+        block_s = common.check_seconds("block_s", block_s)
+        deadline: float | None = None
+        while True:
+            got, bell = await self._read(wanted, max_batches)
+            if got or block_s == 0 or not wanted:
+                return got
+            now = self.backend.clock.monotonic()
+            deadline = now + block_s if deadline is None else deadline
+            if now >= deadline:
+                return got
+            await self._wait_bell(bell, min(deadline - now, self.backend.max_block_s))
+
+    async def _read(self, wanted: list[int], max_batches: int) -> tuple[list[Delivery], str]:
+        self._turn += 1
+        order = common.rotate(wanted, self._turn)
+        keys = [self.keys.ready, self.keys.bell, *(self.keys.stream(b) for b in order)]
+        bell, flat = await self.backend.run("READ", keys, [GROUP, self.node, max_batches, *order])
+        return _deliveries(flat), bytes(bell).decode("ascii")
+
+    async def _wait_bell(self, bell: str, wait_s: float) -> None:
+        with self.backend.errors():
+            await self.backend.client.xread({self.keys.bell: bell}, count=1, block=max(1, int(wait_s * 1000)))
+
+    async def ack(self, bucket: int, delivery_ids: Sequence[str]) -> int:
+        (bucket,) = common.check_buckets([bucket], self.backend.n_buckets)
+        ids = [i for i in delivery_ids if isinstance(i, str) and _ID.fullmatch(i)]
+        if not ids:
+            return 0
+        return int(await self.backend.run("ACK", [self.keys.stream(bucket)], [GROUP, *ids]))
+
+    async def claim_stale(self, buckets: Sequence[int], min_idle_s: float,
+                          max_batches: int = 1000) -> list[Delivery]:
+        wanted = common.check_buckets(buckets, self.backend.n_buckets)
+        idle_ms = round(common.check_seconds("min_idle_s", min_idle_s) * 1000)
+        common.check_count("max_batches", max_batches)
+        if not wanted:
+            return []
+        keys = [self.keys.stream(b) for b in wanted]
+        flat = await self.backend.run("CLAIM", keys, [GROUP, self.node, idle_ms, max_batches, *wanted])
+        return _deliveries(flat)
+
+    async def pending_count(self, bucket: int) -> int:
+        (bucket,) = common.check_buckets([bucket], self.backend.n_buckets)
+        with self.backend.errors():
+            return int(await self.backend.client.xlen(self.keys.stream(bucket)))
+
+
+class RedisCoordinator:
+    """:class:`~webgather.cluster.transport.Coordinator` over Redis keys (module docstring)."""
+
+    def __init__(self, backend: RedisBackend) -> None:
+        self.backend = backend
+        self.keys = backend.keys
+        self._cached: BucketTable | None = None
+
+    async def get_table(self) -> BucketTable | None:
+        known = "" if self._cached is None else str(self._cached.version)
+        reply = await self.backend.run("GET_TABLE", [self.keys.table], [known])
+        if not reply:
+            self._cached = None
+        elif len(reply) == 2:
+            table = BucketTable.from_dict(common.from_json(reply[1], "bucket table"))
+            if str(table.version) != bytes(reply[0]).decode("ascii", "replace"):
+                raise ClusterError("stored bucket table disagrees with its version field")
+            self._cached = table
+        return self._cached
+
+    async def cas_table(self, expected_version: int | None, new: BucketTable) -> bool:
+        common.check_cas(expected_version, new, None)
+        body = common.to_json(new.to_dict(), "bucket table")
+        expected = "" if expected_version is None else str(expected_version)
+        done = await self.backend.run("CAS_TABLE", [self.keys.table],
+                                      [expected, str(new.version), str(new.n_buckets), body])
+        if done == -1:
+            raise ClusterError(f"table has {new.n_buckets} buckets, unlike the crawl's table")
+        if done == 1:
+            self._cached = new
+        return bool(done == 1)
+
+    async def register_crawl(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+        text, given = common.settings_json(settings)
+        stored_text = await self.backend.run("ENSURE_SETTINGS", [self.keys.settings], [text])
+        stored = common.from_json(stored_text, "crawl settings")
+        if not isinstance(stored, dict):
+            raise ClusterError("stored crawl settings are not a JSON object")
+        common.settings_mismatch(stored, given)
+        return stored
+
+    async def heartbeat(self, node: str, info: Mapping[str, Any], ttl_s: float) -> None:
+        common.check_node(node)
+        ttl_ms = max(1, round(common.check_seconds("ttl_s", ttl_s, positive=True) * 1000))
+        text = common.to_json(dict(info), "member info")
+        with self.backend.errors():
+            async with self.backend.client.pipeline(transaction=True) as pipe:
+                pipe.set(self.keys.member_prefix + node, text, px=ttl_ms)
+                pipe.sadd(self.keys.members, node)
+                await pipe.execute()
+
+    async def members(self) -> dict[str, dict[str, Any]]:
+        flat = await self.backend.run("MEMBERS", [self.keys.members], [self.keys.member_prefix])
+        pairs = ((_text(flat[i]), common.from_json(flat[i + 1], "member info"))
+                 for i in range(0, len(flat), 2))
+        return dict(sorted(pairs))
+
+    async def leave(self, node: str) -> None:
+        common.check_node(node)
+        keys = [self.keys.member_prefix + node, self.keys.members, self.keys.lease]
+        await self.backend.run("LEAVE", keys, [node])
+
+    async def try_lease(self, node: str, ttl_s: float) -> bool:
+        common.check_node(node)
+        ttl_ms = max(1, round(common.check_seconds("ttl_s", ttl_s, positive=True) * 1000))
+        return bool(await self.backend.run("TRY_LEASE", [self.keys.lease], [node, ttl_ms]) == 1)
+
+    async def incr(self, name: str, n: int = 1) -> int:
+        common.check_counter(name, n)
+        with self.backend.errors():
+            return int(await self.backend.client.hincrby(self.keys.counters, name, n))
+
+    async def counters(self) -> dict[str, int]:
+        with self.backend.errors():
+            raw = await self.backend.client.hgetall(self.keys.counters)
+        return {_text(k): int(v) for k, v in sorted(raw.items())}

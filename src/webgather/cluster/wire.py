@@ -1,0 +1,329 @@
+"""Bytes on the wire between nodes: cross-URL batches and bucket hand-offs. Pure.
+
+Every message starts with one header (all integers little-endian)::
+
+    magic b"WG" | version u8 (=1) | type u8 | sender_len u8 | sender utf-8 | seq u64
+
+``type`` is 1 for a :class:`UrlBatch` (cross URLs for one bucket) and 2 for a
+:class:`Handoff` (a bucket's frontier state moving to its new owner). ``sender``
+is the node id and ``seq`` the sender's message counter (for duplicate
+detection and traffic figures; the transport is at-least-once).
+
+Items (the URLs of a batch, the queued items of a hand-off) are stored as
+columns, not as records, so a batch costs a handful of ``numpy`` calls::
+
+    count u32 | flags u8 | url_len u16[n] | depth u16[n] | redirects u8[n] | kind u8[n]
+    | attempt u16[n] (flags bit 0) | priority f64[n] (flags bit 1) | URLs, utf-8, concatenated
+
+A column that carries nothing is left out: ``attempt`` when every attempt is 0
+(always, for cross URLs) and ``priority`` when every priority equals the depth
+(breadth-first, the default). So a cross URL costs its own bytes plus 6. The
+fingerprint is not sent: the receiver recomputes it (BLAKE2b, ~1 us), which is
+cheaper than 8 bytes per URL on the network. A hand-off continues with::
+
+    bucket u16 | n_buckets u16 | items | n_keys u32 | seen keys u64[n_keys]
+    | n_hosts u32 | host_len u16[h] | ip_len u16[h] (0: none) | wait_s f64[h]
+    | crawl_delay_s f64[h] | errors u32[h] | accepted u64[h] | hosts utf-8 | ips utf-8
+
+Decoding checks every length against the bytes present before it allocates,
+and every value against its domain (kind known, priority not NaN, seen keys
+sorted and inside the bucket's key range, no trailing bytes), so garbage of
+any kind raises :class:`~webgather.errors.ClusterError` and nothing else.
+No pickle: a payload can only ever become these values.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from webgather.cluster.mapping import MAX_BUCKETS
+from webgather.errors import ClusterError
+from webgather.frontier.bucket import BucketState, HostClock
+from webgather.frontier.model import CrawlItem
+from webgather.frontier.seen import bucket_range
+from webgather.urls import fingerprints
+
+__all__ = [
+    "KINDS",
+    "MAX_ITEM_STR_BYTES",
+    "MAX_SENDER_BYTES",
+    "WIRE_VERSION",
+    "Handoff",
+    "Message",
+    "UrlBatch",
+    "decode",
+    "encode_batch",
+    "encode_handoff",
+]
+
+WIRE_VERSION = 1
+KINDS = ("page", "sitemap")
+"""Item kinds that travel; their index is the wire code."""
+MAX_SENDER_BYTES = 255
+MAX_ITEM_STR_BYTES = 0xFFFF
+"""A URL, host or IP longer than this (utf-8 bytes) cannot be encoded."""
+
+_MAGIC = b"WG"
+_TYPE_BATCH = 1
+_TYPE_HANDOFF = 2
+_HAS_ATTEMPT = 1
+_HAS_PRIORITY = 2
+_HEAD = struct.Struct("<2sBBB")
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
+_BUCKET = struct.Struct("<HH")
+_KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
+
+
+@dataclass(frozen=True, slots=True)
+class UrlBatch:
+    """Cross URLs for one bucket, sent by ``sender`` as its message ``seq``."""
+
+    sender: str
+    seq: int
+    items: tuple[CrawlItem, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Handoff:
+    """A bucket's frontier state, sent by its old owner to the new one."""
+
+    sender: str
+    seq: int
+    state: BucketState
+
+
+Message = UrlBatch | Handoff
+
+
+# -- encoding ----------------------------------------------------------------------------
+
+
+def encode_batch(sender: str, seq: int, items: Sequence[CrawlItem]) -> bytes:
+    """One :class:`UrlBatch` as bytes. Values outside the wire's ranges raise ClusterError."""
+    return _header(sender, seq, _TYPE_BATCH) + _encode_items(items)
+
+
+def encode_handoff(sender: str, seq: int, state: BucketState) -> bytes:
+    """One :class:`Handoff` as bytes (queued items, seen keys and host clocks of a bucket)."""
+    if not 0 <= state.bucket < state.n_buckets <= MAX_BUCKETS:
+        raise ClusterError(f"bucket {state.bucket} outside 0..{state.n_buckets - 1}")
+    keys = np.ascontiguousarray(state.seen_keys, dtype="<u8")
+    parts = [
+        _header(sender, seq, _TYPE_HANDOFF),
+        _BUCKET.pack(state.bucket, state.n_buckets),
+        _encode_items(state.items),
+        _U32.pack(len(keys)),
+        keys.tobytes(),
+        _encode_hosts(state.hosts),
+    ]
+    return b"".join(parts)
+
+
+def _header(sender: str, seq: int, kind: int) -> bytes:
+    raw = _utf8(sender)
+    if not 0 < len(raw) <= MAX_SENDER_BYTES:
+        raise ClusterError(f"sender id must be 1..{MAX_SENDER_BYTES} utf-8 bytes, got {len(raw)}")
+    if not 0 <= seq < 1 << 64:
+        raise ClusterError(f"sequence number {seq} outside 0..2**64-1")
+    return _HEAD.pack(_MAGIC, WIRE_VERSION, kind, len(raw)) + raw + _U64.pack(seq)
+
+
+def _encode_items(items: Sequence[CrawlItem]) -> bytes:
+    urls = [_utf8(item.url) for item in items]
+    try:
+        kinds = [_KIND_CODE[item.kind] for item in items]
+    except KeyError as exc:
+        raise ClusterError(f"item kind {exc.args[0]!r} cannot travel (known: {KINDS})") from None
+    depth = _column([item.depth for item in items], "<u2", "depth")
+    attempt = _column([item.attempt for item in items], "<u2", "attempt")
+    priority = np.array([item.priority for item in items], dtype="<f8")
+    if np.isnan(priority).any():
+        raise ClusterError("an item's priority is NaN")
+    flags = _HAS_ATTEMPT if attempt.any() else 0
+    flags |= 0 if np.array_equal(priority, depth.astype("<f8")) else _HAS_PRIORITY
+    parts = [
+        _U32.pack(len(urls)),
+        bytes((flags,)),
+        _lengths(urls, "URL").tobytes(),
+        depth.tobytes(),
+        _column([item.redirects for item in items], "u1", "redirects").tobytes(),
+        np.array(kinds, dtype="u1").tobytes(),
+    ]
+    if flags & _HAS_ATTEMPT:
+        parts.append(attempt.tobytes())
+    if flags & _HAS_PRIORITY:
+        parts.append(priority.tobytes())
+    parts.extend(urls)
+    return b"".join(parts)
+
+
+def _encode_hosts(hosts: Sequence[HostClock]) -> bytes:
+    names = [_utf8(h.host) for h in hosts]
+    ips = [_utf8(h.ip) if h.ip is not None else b"" for h in hosts]
+    if any(h.ip == "" for h in hosts):
+        raise ClusterError("a host clock's ip is the empty string (use None)")
+    waits = np.array([h.wait_s for h in hosts], dtype="<f8")
+    delays = np.array([h.crawl_delay_s for h in hosts], dtype="<f8")
+    if np.isnan(waits).any() or (waits < 0).any() or not np.isfinite(delays).all() or (delays < 0).any():
+        raise ClusterError("a host clock's wait_s or crawl_delay_s is negative, NaN or infinite")
+    parts = [
+        _U32.pack(len(hosts)),
+        _lengths(names, "host", min_len=1).tobytes(),
+        _lengths(ips, "ip", min_len=0).tobytes(),
+        waits.tobytes(),
+        delays.tobytes(),
+        _column([h.errors for h in hosts], "<u4", "errors").tobytes(),
+        _column([h.accepted for h in hosts], "<u8", "accepted").tobytes(),
+    ]
+    return b"".join(parts + names + ips)
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def _column(values: list[int], dtype: str, name: str) -> npt.NDArray[Any]:
+    info = np.iinfo(np.dtype(dtype))
+    if values and (min(values) < info.min or max(values) > info.max):
+        raise ClusterError(f"{name} outside {info.min}..{info.max}")
+    return np.array(values, dtype=dtype)
+
+
+def _lengths(raws: list[bytes], name: str, min_len: int = 1) -> npt.NDArray[np.uint16]:
+    lengths = np.array([len(r) for r in raws], dtype=np.int64)
+    if len(lengths) and (lengths.min() < min_len or lengths.max() > MAX_ITEM_STR_BYTES):
+        raise ClusterError(f"a {name} must be {min_len}..{MAX_ITEM_STR_BYTES} utf-8 bytes")
+    return lengths.astype("<u2")
+
+
+# -- decoding ----------------------------------------------------------------------------
+
+
+class _Reader:
+    """Cursor over a payload; every read checks the bytes are there."""
+
+    def __init__(self, payload: bytes) -> None:
+        self.buf = memoryview(payload)
+        self.pos = 0
+
+    def take(self, n: int, what: str) -> memoryview:
+        end = self.pos + n
+        if n < 0 or end > len(self.buf):
+            raise ClusterError(f"truncated message: {what} needs {n} bytes, {self.remaining} left")
+        view = self.buf[self.pos:end]
+        self.pos = end
+        return view
+
+    @property
+    def remaining(self) -> int:
+        return len(self.buf) - self.pos
+
+    def unpack(self, fmt: struct.Struct, what: str) -> tuple[Any, ...]:
+        return fmt.unpack(self.take(fmt.size, what))
+
+    def array(self, dtype: str, count: int, what: str) -> npt.NDArray[Any]:
+        size = np.dtype(dtype).itemsize * count
+        return np.frombuffer(self.take(size, what), dtype=dtype)
+
+    def strings(self, lengths: npt.NDArray[Any], what: str) -> list[str]:
+        blob = bytes(self.take(int(lengths.sum()), what))
+        ends = np.cumsum(lengths).tolist()
+        starts = [0, *ends[:-1]]
+        try:
+            if blob.isascii():
+                text = blob.decode("ascii")
+                return [text[a:b] for a, b in zip(starts, ends, strict=True)]
+            return [blob[a:b].decode("utf-8", "surrogatepass") for a, b in zip(starts, ends, strict=True)]
+        except UnicodeDecodeError as exc:
+            raise ClusterError(f"{what}: invalid utf-8 ({exc.reason})") from None
+
+
+def decode(payload: bytes) -> Message:
+    """The message in ``payload``; anything malformed raises ClusterError."""
+    if not isinstance(payload, (bytes, bytearray, memoryview)):
+        raise ClusterError(f"payload must be bytes, got {type(payload).__name__}")
+    reader = _Reader(bytes(payload))
+    magic, version, kind, sender_len = reader.unpack(_HEAD, "header")
+    if magic != _MAGIC:
+        raise ClusterError(f"not a webgather message (magic {bytes(magic)!r})")
+    if version != WIRE_VERSION:
+        raise ClusterError(f"wire version {version} not supported (this node speaks {WIRE_VERSION})")
+    sender = reader.strings(np.array([sender_len]), "sender")[0]
+    if not sender:
+        raise ClusterError("message without a sender id")
+    (seq,) = reader.unpack(_U64, "sequence number")
+    message: Message
+    if kind == _TYPE_BATCH:
+        message = UrlBatch(sender, seq, _decode_items(reader))
+    elif kind == _TYPE_HANDOFF:
+        message = Handoff(sender, seq, _decode_handoff(reader))
+    else:
+        raise ClusterError(f"unknown message type {kind}")
+    if reader.remaining:
+        raise ClusterError(f"{reader.remaining} trailing bytes after the message")
+    return message
+
+
+def _decode_items(reader: _Reader) -> tuple[CrawlItem, ...]:
+    (count,) = reader.unpack(_U32, "item count")
+    (flags,) = reader.take(1, "item flags")
+    if flags & ~(_HAS_ATTEMPT | _HAS_PRIORITY):
+        raise ClusterError(f"unknown item flags {flags:#x}")
+    lengths = reader.array("<u2", count, "URL lengths")
+    if count and lengths.min() == 0:
+        raise ClusterError("an empty URL")
+    depth = reader.array("<u2", count, "depths")
+    redirects = reader.array("u1", count, "redirects")
+    kinds = reader.array("u1", count, "kinds")
+    if count and kinds.max() >= len(KINDS):
+        raise ClusterError(f"unknown item kind code {int(kinds.max())}")
+    attempt = reader.array("<u2", count, "attempts") if flags & _HAS_ATTEMPT else np.zeros(count, "<u2")
+    if flags & _HAS_PRIORITY:
+        priority = reader.array("<f8", count, "priorities")
+        if np.isnan(priority).any():
+            raise ClusterError("an item's priority is NaN")
+    else:
+        priority = depth.astype("<f8")
+    urls = reader.strings(lengths, "URLs")
+    fps = fingerprints(urls).tolist()
+    columns = zip(urls, fps, depth.tolist(), redirects.tolist(), attempt.tolist(),
+                  priority.tolist(), kinds.tolist(), strict=True)
+    return tuple(CrawlItem(u, f, d, r, a, p, KINDS[k]) for u, f, d, r, a, p, k in columns)
+
+
+def _decode_handoff(reader: _Reader) -> BucketState:
+    bucket, n_buckets = reader.unpack(_BUCKET, "bucket")
+    if not 0 <= bucket < n_buckets <= MAX_BUCKETS:
+        raise ClusterError(f"hand-off of bucket {bucket} of {n_buckets} (max {MAX_BUCKETS})")
+    items = _decode_items(reader)
+    (n_keys,) = reader.unpack(_U32, "seen key count")
+    keys = reader.array("<u8", n_keys, "seen keys").astype(np.uint64)
+    low, high = bucket_range(bucket)
+    if n_keys and (int(keys[0]) < low or int(keys[-1]) >= high or (keys[1:] <= keys[:-1]).any()):
+        raise ClusterError(f"hand-off seen keys are not sorted, unique keys of bucket {bucket}")
+    return BucketState(bucket, n_buckets, items, keys, _decode_hosts(reader))
+
+
+def _decode_hosts(reader: _Reader) -> tuple[HostClock, ...]:
+    (count,) = reader.unpack(_U32, "host count")
+    host_len = reader.array("<u2", count, "host lengths")
+    ip_len = reader.array("<u2", count, "ip lengths")
+    if count and host_len.min() == 0:
+        raise ClusterError("a hand-off host clock without a host")
+    waits = reader.array("<f8", count, "waits")
+    delays = reader.array("<f8", count, "crawl delays")
+    if np.isnan(waits).any() or (waits < 0).any() or not np.isfinite(delays).all() or (delays < 0).any():
+        raise ClusterError("a hand-off host clock has a negative, NaN or infinite time")
+    errors = reader.array("<u4", count, "error counts").tolist()
+    accepted = reader.array("<u8", count, "accepted counts").tolist()
+    hosts = reader.strings(host_len, "hosts")
+    ips = reader.strings(ip_len, "ips")
+    columns = zip(hosts, waits.tolist(), delays.tolist(), errors, ips, accepted, strict=True)
+    return tuple(HostClock(h, w, d, e, ip or None, a) for h, w, d, e, ip, a in columns)
