@@ -29,7 +29,10 @@ __all__ = ["fixture_response", "simple_html"]
 _HTML = (("Content-Type", "text/html; charset=utf-8"),)
 _TRANSIENT = {"server_error": 500, "unavailable": 503, "throttled": 429}
 _GONE = {"not_found": 404, "gone": 410}
-_FLAKY_MODES = (503, 500, 429, None)
+_FLAKY_MODES = (503, 500, 429)
+"""Status of a flaky page's failing attempts. Not a reset: aiohttp (>= 3.10) silently
+re-sends an idempotent request once when a reused keep-alive connection is reset,
+so the number of requests per crawler attempt would depend on connection pooling."""
 
 
 def simple_html(title: str, links: tuple[str, ...] = (), meta: str = "", filler: str = "") -> bytes:

@@ -58,7 +58,7 @@ class FaultRates:
     throttled: float = 0.001
     """429 with Retry-After."""
     flaky: float = 0.002
-    """Fail the first 1 or 2 attempts (500, 503, 429 or a reset), then 200."""
+    """Fail the first 1 or 2 attempts (500, 503 or 429), then 200."""
     moved: float = 0.002
     """301 to a content page."""
     found: float = 0.002
