@@ -67,7 +67,7 @@ class Delivery:
 
     bucket: int
     delivery_id: str
-    """Unique within the bucket's stream; increases with send order."""
+    """Unique within the bucket's stream; opaque (compare only for equality)."""
     payload: bytes
 
 
