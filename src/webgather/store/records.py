@@ -73,7 +73,9 @@ def iso_date(epoch_s: float) -> str:
 
 
 def _field(value: str) -> str:
-    return value.translate(_CLEAN)
+    if "\r" in value or "\n" in value:
+        return value.translate(_CLEAN)
+    return value
 
 
 def _header_lines(headers: Headers) -> bytes:

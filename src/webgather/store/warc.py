@@ -117,8 +117,8 @@ class Archive:
         if result.status is None:
             return None
         date = self._date(result)
-        response_id, request_id = self._ids(), self._ids()
         self._ensure_file(date)
+        response_id, request_id = self._ids(), self._ids()
         response = records.response_record(result, response_id, date, request_id, self._warcinfo_id)
         request = records.request_record(result, request_id, date, response_id, self._warcinfo_id)
         assert response.payload_digest is not None
@@ -137,8 +137,8 @@ class Archive:
             if digest != original.payload_digest:
                 raise StoreError(f"{result.url}: payload {digest} differs from the original's")
         date = self._date(result)
-        revisit_id, request_id = self._ids(), self._ids()
         self._ensure_file(date)
+        revisit_id, request_id = self._ids(), self._ids()
         refers = (original.record_id, original.url or result.url, original.date, original.payload_digest)
         revisit = records.revisit_record(result, revisit_id, date, profile, refers, self._warcinfo_id)
         request = records.request_record(result, request_id, date, revisit_id, self._warcinfo_id)
