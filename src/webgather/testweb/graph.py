@@ -19,9 +19,9 @@ from webgather.errors import ConfigError
 from webgather.linkgraph import LinkGraph
 from webgather.testweb.faults import fixture_response, simple_html
 from webgather.testweb.hosts import HostTable, build_hosts
-from webgather.testweb.links import build_link_graph
+from webgather.testweb.links import ContentTable, build_link_graph, content_table
 from webgather.testweb.params import WebParams
-from webgather.testweb.paths import content_path, parse_path
+from webgather.testweb.paths import content_index, content_path, parse_path
 from webgather.testweb.render import ContentInfo, Core, content_info, fixture_entries, render_content
 from webgather.testweb.response import Response
 from webgather.testweb.robots import robots_response, sitemap_response
@@ -40,6 +40,8 @@ class WebModel:
         self.params = params
         self.hosts: HostTable = build_hosts(params)
         self.core = Core(params=params, hosts=self.hosts, corpus=Corpus(params.seed))
+        self._table: ContentTable | None = None
+        self._urls: dict[str, tuple[str, ...]] = {}
 
     # -- hosts and addresses ---------------------------------------------------------
     @property
@@ -102,9 +104,10 @@ class WebModel:
     def page(self, url: str, now_s: float = 0.0, *, body: bool = True) -> Response:
         """The answer at ``url`` at wall-clock time ``now_s``.
 
-        ``body=False`` skips rendering the HTML of content pages (links,
-        status and validators only): what the closure needs. Unknown hosts get
-        421, unknown paths 404, strings that are not http(s) URLs 400.
+        ``body=False`` answers content pages from the vectorized link table
+        without rendering them: status, ``follow_links`` and ``fault`` only (no
+        headers, body or validators); what the closure needs. Unknown hosts
+        get 421, unknown paths 404, strings that are not http(s) URLs 400.
         """
         canonical = canonicalize(url)
         if canonical is None:
@@ -115,6 +118,10 @@ class WebModel:
             return Response(url=canonical, status=421, headers=_HTML, body=simple_html("Misdirected request"))
         suffix = host_key(canonical)[len(name) :]
         path = path_of(canonical)
+        if not body:
+            index = content_index(path)
+            if index is not None and index < int(self.hosts.pages[host]):
+                return self._content_truth(canonical, host, index, suffix, now_s)
         answer = self._answer(host, path, suffix, now_s, body)
         return answer or Response(url=canonical, status=404, headers=_HTML, body=simple_html("Not found"))
 
@@ -139,6 +146,24 @@ class WebModel:
         if kind == "unknown":
             return None
         return fixture_response(self.core, host, target, suffix)
+
+    def _content_truth(self, url: str, host: int, index: int, suffix: str, now_s: float) -> Response:
+        if self._table is None:
+            self._table = content_table(self.hosts, self.params)
+        table = self._table
+        page = int(self.hosts.offsets[host]) + index
+        headers = (("Content-Type", "text/html"),)
+        if table.dying[page]:
+            dead = now_s >= float(table.die_at_s[page])
+            status = int(table.die_status[page]) if dead else 200
+            return Response(url=url, status=status, headers=headers, fault="dead" if dead else None, rendered=False)
+        urls = self._urls.get(suffix)
+        if urls is None:
+            urls = self._urls[suffix] = self.content_urls(80 if not suffix else int(suffix[1:]))
+        links = tuple(map(urls.__getitem__, table.dst[table.starts[page] : table.starts[page + 1]].tolist()))
+        if index == 0:
+            links += tuple(f"http://{self.hosts.names[host]}{suffix}{p}" for p in fixture_entries(self.core, host))
+        return Response(url=url, status=200, headers=headers, follow_links=links, rendered=False)
 
     def info(self, host: int | str, index: int) -> ContentInfo:
         """The drawn properties of content page ``index`` of ``host`` (degree, period, charset...)."""

@@ -27,6 +27,8 @@ arise naturally (popular pages are drawn more than once) and are kept.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from webgather.linkgraph import LinkGraph
@@ -34,10 +36,12 @@ from webgather.testweb.hosts import HostTable
 from webgather.testweb.params import WebParams
 from webgather.testweb.rand import derive_arr, lognormal_from_unit_arr, unit_arr
 
-__all__ = ["build_link_graph", "is_dying", "out_degrees", "page_keys", "targets"]
+__all__ = ["ContentTable", "build_link_graph", "content_table", "is_dying", "out_degrees", "page_keys", "targets"]
 
 S_DEGREE = 1
 S_DYING = 2
+S_DIE_AT = 23
+S_DIE_STATUS = 24
 S_CROSS = 1 << 20
 S_HOST = 2 << 20
 S_RANK = 3 << 20
@@ -93,21 +97,47 @@ def targets(
     return dst_host, local.astype(np.int64)
 
 
-def build_link_graph(hosts: HostTable, params: WebParams, urls: tuple[str, ...] | None) -> LinkGraph:
-    """All content pages and their followable content links (duplicates kept, in page order)."""
+@dataclass(frozen=True, eq=False)
+class ContentTable:
+    """Every content page's links and death at once (global page ids, as in LinkGraph)."""
+
+    page_host: np.ndarray
+    starts: np.ndarray
+    """int64, n_pages + 1: the links of page g are dst[starts[g]:starts[g + 1]]."""
+    dst: np.ndarray
+    """int64 global target page id of each link."""
+    dying: np.ndarray
+    die_at_s: np.ndarray
+    die_status: np.ndarray
+
+
+def content_table(hosts: HostTable, params: WebParams) -> ContentTable:
+    """The vectorized twin of rendering every content page (same draws, no HTML)."""
     total = int(hosts.offsets[-1])
     page_host = np.repeat(np.arange(hosts.n_hosts, dtype=np.int64), hosts.pages)
     local = np.arange(total, dtype=np.int64) - hosts.offsets[page_host]
     keys = page_keys(hosts, page_host, local)
     degree = out_degrees(keys, local, params)
     src = np.repeat(np.arange(total, dtype=np.int64), degree)
-    starts = np.cumsum(degree) - degree
-    link = np.arange(src.shape[0], dtype=np.int64) - np.repeat(starts, degree)
+    starts = np.concatenate(([0], np.cumsum(degree))).astype(np.int64)
+    link = np.arange(src.shape[0], dtype=np.int64) - np.repeat(starts[:-1], degree)
     dst_host, dst_local = targets(hosts, params, page_host[src], keys[src], link)
-    dst = hosts.offsets[dst_host] + dst_local
+    return ContentTable(
+        page_host=page_host, starts=starts, dst=(hosts.offsets[dst_host] + dst_local).astype(np.int64),
+        dying=degree == 0,
+        die_at_s=params.epoch_s + unit_arr(derive_arr(keys, S_DIE_AT)) * params.death_horizon_s,
+        die_status=np.where(derive_arr(keys, S_DIE_STATUS) % np.uint64(2) == 1, 404, 410),
+    )
+
+
+def build_link_graph(hosts: HostTable, params: WebParams, urls: tuple[str, ...] | None) -> LinkGraph:
+    """All content pages and their followable content links (duplicates kept, in page order)."""
+    table = content_table(hosts, params)
+    degree = np.diff(table.starts)
+    src = np.repeat(np.arange(degree.shape[0], dtype=np.int64), degree)
     port = "" if params.port == 80 else f":{params.port}"
     return LinkGraph(
-        src=src, dst=dst.astype(np.int64), page_host=page_host,
+        src=src, dst=table.dst, page_host=table.page_host,
         host_names=tuple(name + port for name in hosts.names),
-        fetched=np.ones(total, dtype=bool), urls=urls,
+        fetched=np.ones(degree.shape[0], dtype=bool), urls=urls,
     )

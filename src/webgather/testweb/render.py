@@ -23,7 +23,7 @@ import numpy as np
 
 from webgather.testweb.hosts import HostTable
 from webgather.testweb.hrefs import BaseContext, attr, choose_href, dir_of
-from webgather.testweb.links import out_degrees, page_keys, targets
+from webgather.testweb.links import S_DIE_AT, S_DIE_STATUS, out_degrees, page_keys, targets
 from webgather.testweb.params import FIXTURE_KINDS, WebParams
 from webgather.testweb.paths import content_path, entry_paths
 from webgather.testweb.rand import derive, lognormal_from_unit, unit
@@ -34,7 +34,7 @@ __all__ = [
     "ContentInfo", "Core", "content_info", "content_links", "fixture_entries", "render_content", "version_window",
 ]
 
-S_PERIOD, S_PHASE, S_DIE_AT, S_DIE_STATUS, S_CHARSET = 21, 22, 23, 24, 25
+S_PERIOD, S_PHASE, S_CHARSET = 21, 22, 25
 S_GZIP, S_BASE, S_NOFOLLOW, S_TEXT, S_ELEMENT, S_VERSION = 26, 27, 28, 29, 5 << 20, 7 << 20
 
 
