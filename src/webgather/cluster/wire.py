@@ -235,7 +235,7 @@ class _Reader:
     def strings(self, lengths: npt.NDArray[Any], what: str) -> list[str]:
         blob = bytes(self.take(int(lengths.sum()), what))
         ends = np.cumsum(lengths).tolist()
-        starts = [0, *ends[:-1]]
+        starts = [0, *ends[:-1]] if ends else []
         try:
             if blob.isascii():
                 text = blob.decode("ascii")

@@ -1,0 +1,20 @@
+"""Helpers shared by the cluster tests."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def own_redis_servers() -> list[int]:
+    """PIDs of redis-server processes that are children of this test process."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
+        except (OSError, IndexError):
+            continue
+        if cmdline[0].endswith(b"redis-server") and parent == str(os.getpid()):
+            found.append(int(entry.name))
+    return found
