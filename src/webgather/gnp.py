@@ -179,17 +179,41 @@ def place(
         )
     _check_method(method, anchors.shape[1])
     _check_positive(lat2, "latencies to landmarks")
-    out = np.empty((lat2.shape[0], anchors.shape[1]))
     scale = float(np.median(lat2))
-    lateration = _multilaterate(anchors, lat2)
-    for h, row in enumerate(lat2):
-        starts = [lateration[h]]
-        starts += [anchors.mean(axis=0) + rng.normal(0.0, scale, anchors.shape[1])
-                   for _ in range(restarts)]
-        best = min((_minimize(lambda v: _host_loss(v, anchors, row), s, method)
-                    for s in starts), key=lambda r: r[0])
-        out[h] = best[1]
-    return out[0] if single else out
+    starts = [_multilaterate(anchors, lat2)]
+    starts += [anchors.mean(axis=0) + rng.normal(0.0, scale, (lat2.shape[0], anchors.shape[1]))
+               for _ in range(restarts)]
+    fits = [_place_all(anchors, lat2, start, method) for start in starts]
+    losses = np.stack([_hosts_losses(fit, anchors, lat2) for fit in fits])
+    best = np.argmin(losses, axis=0)  # per host, the start that fitted it best
+    out = np.asarray(np.stack(fits)[best, np.arange(lat2.shape[0])], dtype=np.float64)
+    return np.asarray(out[0]) if single else out
+
+
+def _hosts_losses(x: FloatArray, anchors: FloatArray, lat: FloatArray) -> FloatArray:
+    dist = np.sqrt(((x[:, None, :] - anchors[None, :, :]) ** 2).sum(axis=2))
+    return np.asarray((((lat - dist) / lat) ** 2).sum(axis=1), dtype=np.float64)
+
+
+def _place_all(anchors: FloatArray, lat: FloatArray, start: FloatArray, method: str) -> FloatArray:
+    """Every host's position. The loss is separable by host, so one L-BFGS-B run over all
+    of them finds each host's own optimum; Nelder-Mead runs host by host."""
+    dims = anchors.shape[1]
+    if method == "Nelder-Mead":
+        return np.stack([_minimize(lambda v, r=row: _host_loss(v, anchors, r), x0, method)[1]
+                         for row, x0 in zip(lat, start, strict=True)])
+
+    def loss(flat: FloatArray) -> tuple[float, FloatArray]:
+        x = flat.reshape(-1, dims)
+        diff = x[:, None, :] - anchors[None, :, :]
+        dist = np.sqrt((diff**2).sum(axis=2))
+        err = (lat - dist) / lat
+        coef = -2.0 * err / (lat * np.maximum(dist, 1e-12))
+        return float((err**2).sum()), (coef[:, :, None] * diff).sum(axis=1).ravel()
+
+    res = minimize(loss, start.ravel(), jac=True, method="L-BFGS-B",
+                   options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-10})
+    return np.asarray(res.x, dtype=np.float64).reshape(-1, dims)
 
 
 def predict(a: FloatArray, b: FloatArray) -> FloatArray | float:
