@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from webgather.parse.charset import decode_html, label_to_codec, sniff_encoding
 from webgather.parse.links import Link, ParsedPage, followable, parse_page
+from webgather.parse.sitemap import SitemapDoc, parse_sitemap
 
 __all__ = [
     "Link",
     "ParsedPage",
+    "SitemapDoc",
     "decode_html",
     "followable",
     "label_to_codec",
     "parse_page",
+    "parse_sitemap",
     "sniff_encoding",
 ]
