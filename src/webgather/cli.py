@@ -18,6 +18,7 @@ __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 COMMAND_MODULES = (
     "webgather.commands.testweb",
     "webgather.commands.analyze",
+    "webgather.commands.simulate",
 )
 
 
