@@ -3,10 +3,11 @@
 Strategies (``STRATEGIES``), each mapping every page to one of ``n`` nodes:
 
 * ``ip-sum``     WebGather 2.0's ``DNS(host) mod n``: the sum of the host IP's four
-  octets mod n. IPs come from a resolve map (``host -> dotted quad``) when given,
-  else a *synthetic* IP derived from the host's fingerprint (four bytes of
-  BLAKE2b). Synthetic IPs are one per host; real ones are shared by virtual hosts,
-  which makes the real strategy coarser than simulated here.
+  octets mod n. IPs come from a resolve map (``host -> address``, e.g. the
+  ``host address`` file of ``crawl --resolve``; an IPv6 address sums its 16 bytes)
+  when given, else a *synthetic* IPv4 address derived from the host's fingerprint
+  (its low four bytes). Synthetic IPs are one per host; real ones are shared by
+  virtual hosts, which makes the real strategy coarser than simulated here.
 * ``host-hash``  ``fingerprint(host) mod n``.
 * ``two-stage``  ``fingerprint(host) mod M`` -> bucket table (:mod:`webgather.cluster.mapping`).
 * ``consistent`` consistent hashing of the host fingerprint on a ring with ``vnodes``
@@ -32,6 +33,7 @@ Metrics (exact definitions):
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -87,25 +89,26 @@ class Keys:
     host_names: tuple[str, ...]
 
 
-def _ip_octets(host_names: Sequence[str], host_fp: NDArray[np.uint64],
-               resolve: Mapping[str, str] | None) -> IntArray:
+def _ip_sums(host_names: Sequence[str], host_fp: NDArray[np.uint64],
+             resolve: Mapping[str, str] | None) -> IntArray:
+    """Sum of the address bytes of every host: resolved, else four bytes of its fingerprint."""
     octets = (host_fp[:, None] >> np.array([0, 8, 16, 24], dtype=np.uint64)) & np.uint64(255)
-    out = octets.astype(np.int64)
+    sums = octets.astype(np.int64).sum(axis=1)
     for i, name in enumerate(host_names):
-        ip = (resolve or {}).get(name)
+        ip = (resolve or {}).get(name) or (resolve or {}).get(name.rsplit(":", 1)[0])
         if ip is None:
             continue
-        parts = ip.split(".")
-        if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
-            raise AnalysisError(f"resolve map: {name!r} -> {ip!r} is not an IPv4 address")
-        out[i] = [int(p) for p in parts]
-    return out
+        try:
+            sums[i] = sum(ipaddress.ip_address(ip).packed)
+        except ValueError:
+            raise AnalysisError(f"resolve map: {name!r} -> {ip!r} is not an IP address") from None
+    return sums
 
 
 def keys_of(graph: LinkGraph, resolve: Mapping[str, str] | None = None) -> Keys:
     """Fingerprints, IP sums and URL sizes for ``graph`` (see the module doc on synthetic IPs)."""
     host_fp = fingerprints(graph.host_names)
-    ip_sum = _ip_octets(graph.host_names, host_fp, resolve).sum(axis=1)
+    ip_sum = _ip_sums(graph.host_names, host_fp, resolve)
     if graph.urls is not None:
         url_bytes = np.fromiter((len(u.encode("utf-8", "surrogatepass")) for u in graph.urls),
                                 dtype=np.int64, count=graph.n_pages)
