@@ -23,7 +23,7 @@ S_DECOR = 6 << 20
 
 _SAME_HOST = (
     ("root", 0.25), ("rel", 0.22), ("dot", 0.05), ("up", 0.05), ("abs", 0.15),
-    ("abs_upper", 0.03), ("scheme_rel", 0.07), ("pct", 0.03), ("local", 0.15),
+    ("abs_upper", 0.03), ("scheme_rel", 0.07), ("pct", 0.03), ("rel", 0.15),
 )
 _OTHER_HOST = (("abs", 0.6), ("scheme_rel", 0.3), ("abs_upper", 0.1))
 
@@ -102,8 +102,6 @@ def _same_host(ctx: BaseContext, target: str, form: str, key: int) -> str:
         return "../" * (depth + 1) + target[1:]
     if form == "pct":
         return _percent_digit(target) or target
-    if form == "local":
-        return _local_form(ctx, target, key) or relative(ctx.base_dir, target)
     return _absolute(ctx.authority, target, form) if form != "root" else target
 
 
@@ -124,9 +122,9 @@ def choose_href(ctx: BaseContext, authority: str, target: str, key: int, link: i
     draw = derive(key, S_SYNTAX + link)
     u = unit(draw)
     if authority == ctx.authority:
-        form = _pick(_SAME_HOST, u)
-        href = _same_host(ctx, target, form, draw >> 8)
-        local = form == "local" and (href == "" or href.startswith("#"))
+        href_local = _local_form(ctx, target, draw >> 8) if u < 0.5 else None
+        href = href_local if href_local is not None else _same_host(ctx, target, _pick(_SAME_HOST, unit(derive(draw, 1))), draw)
+        local = href_local is not None and (href == "" or href.startswith("#"))
     else:
         href = _absolute(authority, target, _pick(_OTHER_HOST, u))
         local = False

@@ -119,8 +119,9 @@ class WebParams:
     max_out_degree: int = 500
     cross_host_share: float = 0.15
     """Share of links whose target host is drawn from all hosts (by size)."""
-    in_degree_exponent: float = 2.1
-    """gamma of P(in-degree = k) ~ k^-gamma; targets are drawn by rank^-(1/(gamma-1))."""
+    in_degree_exponent: float = 1.86
+    """gamma of P(in-degree = k) ~ k^-gamma (1.86: the exponent the WebGather crawl measured;
+    Broder et al. report 2.1); targets are drawn by rank^-(1/(gamma-1)), see links.py."""
     hosts_per_ip: int = 4
     port: int = 80
     """Port used where no URL says one (link_graph URLs, robots(host) without a port)."""

@@ -92,7 +92,7 @@ def content_info(core: Core, host: int, index: int) -> ContentInfo:
     degree = int(out_degrees(keys, local, p)[0])
     period = _mix_pick(p.change_mix, unit(derive(key, S_PERIOD)))  # type: ignore[arg-type]
     base_u = unit(derive(key, S_BASE))
-    text_mean = max(300.0, p.mean_page_bytes - 60.0 * p.mean_out_degree - 700.0)
+    text_mean = max(300.0, p.mean_page_bytes - 60.0 * p.mean_out_degree - 450.0)
     text = lognormal_from_unit(unit(derive(key, S_TEXT)), text_mean, p.page_bytes_sigma)
     return ContentInfo(
         host=host, index=index, key=key, degree=degree, dying=degree == 0,

@@ -16,7 +16,8 @@ Robots kinds (:data:`~webgather.testweb.params.ROBOTS_KINDS`):
   disallows ``/private/``.
 
 Hosts with a sitemap add ``Sitemap: http://<host>/sitemap.xml``; the sitemap
-lists the home page, every seventh content page (at most 500) and the
+lists the home page, every seventh content page (at most 500), the first
+20 ``/list`` pages (so ``&amp;`` appears) and the
 host's orphans, pages linked from nowhere.
 """
 
@@ -106,7 +107,8 @@ def sitemap_urls(core: Core, host: int, port_suffix: str) -> tuple[str, ...]:
         return ()
     pages = int(core.hosts.pages[host])
     step = max(7, -(-pages // SITEMAP_MAX_PAGES))
-    paths = [content_path(i) for i in range(0, pages, step)]
+    chosen = sorted(set(range(0, pages, step)) | set(range(3, min(pages, 8 * 20), 8)))
+    paths = [content_path(i) for i in chosen]
     paths += [f"/orphan/{k}" for k in range(core.hosts.fixture_count(host, "orphan"))]
     return tuple(core.url(host, path, port_suffix) for path in paths)
 
