@@ -71,7 +71,8 @@ async def test_two_crawls_share_a_server_without_seeing_each_other(server: Embed
         assert await two.transport("a").receive([3], 5, 0) == []
         assert await two.coordinator().counters() == {}
         keys = sorted(k.decode() for k in await one.client.keys("*"))
-        assert keys and all(k.startswith("wg:{one}:") for k in keys)
+        assert all(k.startswith(("wg:{one}:", "wg:{two}:")) for k in keys)
+        assert {k.split(":")[2] for k in keys if k.startswith("wg:{one}:")} >= {"b", "ready", "counters"}
 
 
 async def test_server_killed_and_restarted_keeps_acked_state(server: EmbeddedRedis) -> None:
@@ -130,3 +131,18 @@ async def test_corrupt_stored_table_is_a_cluster_error(server: EmbeddedRedis) ->
         await backend.client.hset(backend.keys.table, mapping={"body": '{"version": 4, "n_buckets": 1, "owners": ["a"]}'})
         with pytest.raises(ClusterError, match="disagrees"):
             await backend.coordinator().get_table()
+
+
+async def test_reads_survive_a_lost_interest_set_and_readers_with_other_lists(server: EmbeddedRedis) -> None:
+    async with await RedisBackend.connect(server.url, "interest", 16) as backend:
+        sender, first, second = backend.transport("s"), backend.transport("a"), backend.transport("a")
+        assert await first.receive([1, 2], 5, 0) == []
+        for key in await backend.client.keys("wg:{interest}:i:*"):
+            await backend.client.delete(key)  # expired, or the server lost it
+        await sender.send(2, b"two")
+        await sender.send(3, b"three")
+        assert [d.payload for d in await first.receive([1, 2], 5, 0)] == [b"two"]
+        assert [d.payload for d in await second.receive([3], 5, 0)] == [b"three"]
+        await sender.send(1, b"one")
+        assert [d.payload for d in await first.receive([1, 2], 5, 0)] == [b"one"]
+        assert len(await backend.client.keys("wg:{interest}:i:*")) == 2

@@ -13,6 +13,7 @@ __all__ = [
     "CLAIM",
     "ENSURE_SETTINGS",
     "GET_TABLE",
+    "INTEREST",
     "LEAVE",
     "MEMBERS",
     "READ",
@@ -32,27 +33,39 @@ return id
 """
 
 READ = """
--- KEYS: ready set, bell, stream of each bucket; ARGV: group, consumer, max, bucket of each stream
--- Reads only buckets flagged in the ready set; a bucket read dry is unflagged in the
+-- KEYS: ready set, bell, interest set; ARGV: group, consumer, max, stream key prefix, turn, ttl ms
+-- The interest set holds the buckets the caller reads (content-addressed: its name is a hash
+-- of the bucket list). Only buckets in both sets are read; one read dry is unflagged in the
 -- same atomic step, so a concurrent SEND (which re-flags it) cannot be missed.
+if redis.call('PEXPIRE', KEYS[3], ARGV[6]) == 0 then return {'', {}, 1} end
 local out = {}
 local left = tonumber(ARGV[3])
-for i = 3, #KEYS do
+local candidates = redis.call('SINTER', KEYS[1], KEYS[3])
+local n = #candidates
+local offset = n > 0 and (tonumber(ARGV[5]) % n) or 0
+for j = 1, n do
   if left <= 0 then break end
-  local bucket = ARGV[i + 1]
-  if redis.call('SISMEMBER', KEYS[1], bucket) == 1 then
-    local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', left, 'STREAMS', KEYS[i], '>')
-    local entries = (r and r[1] and r[1][2]) or {}
-    if #entries < left then redis.call('SREM', KEYS[1], bucket) end
-    for _, e in ipairs(entries) do
-      out[#out + 1] = bucket; out[#out + 1] = e[1]; out[#out + 1] = e[2][2]
-    end
-    left = left - #entries
+  local bucket = candidates[((j - 1 + offset) % n) + 1]
+  local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', left, 'STREAMS', ARGV[4] .. bucket, '>')
+  local entries = (r and r[1] and r[1][2]) or {}
+  if #entries < left then redis.call('SREM', KEYS[1], bucket) end
+  for _, e in ipairs(entries) do
+    out[#out + 1] = bucket; out[#out + 1] = e[1]; out[#out + 1] = e[2][2]
   end
+  left = left - #entries
 end
 local last = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 1)
 local bell = (last[1] and last[1][1]) or '0-0'
-return {bell, out}
+return {bell, out, 0}
+"""
+
+INTEREST = """
+-- KEYS: interest set; ARGV: ttl ms, buckets...  (idempotent: same list, same key, same content)
+for i = 2, #ARGV, 1000 do
+  redis.call('SADD', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV)))
+end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1
 """
 
 ACK = """
