@@ -43,9 +43,22 @@ _UNRESERVED = frozenset(
 )
 
 
+_STRAY_PERCENT = re.compile(r"%(?![0-9A-Fa-f]{2})")
+_HEX_DIGITS = frozenset("0123456789ABCDEFabcdef")
+
+
 def _normalize_escape(match: re.Match[str]) -> str:
     char = chr(int(match.group(1), 16))
     return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+
+def _normalize_escape_keep_hex(match: re.Match[str]) -> str:
+    # Beside a stray "%", a decoded hex digit could form a new escape ("%a%41" ->
+    # "%aA" -> "%AA"): keep hex-digit escapes encoded so canonicalize stays idempotent.
+    char = chr(int(match.group(1), 16))
+    if char in _UNRESERVED and char not in _HEX_DIGITS:
+        return char
+    return "%" + match.group(1).upper()
 
 
 def _finish(href: str) -> str | None:
@@ -59,7 +72,9 @@ def _finish(href: str) -> str | None:
         head, sep, rest = href.partition("//")
         slash = rest.find("/")
         if slash >= 0:  # leave the authority alone: escapes there are not ours to decode
-            rest = rest[:slash] + _PERCENT.sub(_normalize_escape, rest[slash:])
+            tail = rest[slash:]
+            fix = _normalize_escape_keep_hex if _STRAY_PERCENT.search(tail) else _normalize_escape
+            rest = rest[:slash] + _PERCENT.sub(fix, tail)
         href = head + sep + rest
     return href
 
