@@ -159,13 +159,13 @@ async def test_unacked_batch_is_redelivered_by_claim_stale_after_min_idle(harnes
     sent = await a.send(4, b"batch")
     await a.send(6, b"never read")
     (first,) = await a.receive([4], 5, 0)  # a reads, then "dies" without acking
-    assert await b.claim_stale([4, 6], 0.3) == []  # not idle long enough
-    await harness.advance(0.4)
-    (again,) = await b.claim_stale([4, 6], 0.3)
+    assert await b.claim_stale([4, 6], 0.5) == []  # not idle long enough
+    await harness.advance(0.6)
+    (again,) = await b.claim_stale([4, 6], 0.5)
     assert (again.bucket, again.delivery_id, again.payload) == (4, sent, b"batch") == (4, first.delivery_id, b"batch")
-    assert await b.claim_stale([4], 0.3) == []  # claiming restarts the idle time
+    assert await b.claim_stale([4], 0.5) == []  # claiming restarts the idle time
     assert await b.ack(4, [again.delivery_id]) == 1
-    await harness.advance(0.4)
+    await harness.advance(0.1)
     assert await b.claim_stale([4, 6], 0.0) == []
     assert [d.payload for d in await b.receive([6], 5, 0)] == [b"never read"]
 
@@ -182,9 +182,9 @@ async def test_claim_stale_honours_max_batches(harness: Harness) -> None:
     for i in range(6):
         await a.send(8, bytes([i]))
     assert len(await a.receive([8], 10, 0)) == 6
-    await harness.advance(0.3)
-    first = await b.claim_stale([8], 0.2, max_batches=4)
-    rest = await b.claim_stale([8], 0.2, max_batches=4)  # the first 4 are no longer idle
+    await harness.advance(0.6)
+    first = await b.claim_stale([8], 0.5, max_batches=4)
+    rest = await b.claim_stale([8], 0.5, max_batches=4)  # the first 4 are no longer idle
     assert len(first) == 4 and len(rest) == 2
     assert len({d.delivery_id for d in first + rest}) == 6
 
@@ -272,14 +272,14 @@ async def test_table_cas_rejects_malformed_updates(harness: Harness) -> None:
 
 async def test_heartbeat_expiry_removes_a_member(harness: Harness) -> None:
     c = harness.coord
-    await c.heartbeat("a", {"pid": 1, "host": "x"}, 0.3)
-    await c.heartbeat("b", {"pid": 2}, 5.0)
+    await c.heartbeat("a", {"pid": 1, "host": "x"}, 0.5)
+    await c.heartbeat("b", {"pid": 2}, 10.0)
     assert await c.members() == {"a": {"pid": 1, "host": "x"}, "b": {"pid": 2}}
-    await harness.advance(0.1)
-    await c.heartbeat("a", {"pid": 1, "host": "y"}, 0.3)  # renewal
-    await harness.advance(0.25)
-    assert set(await c.members()) == {"a", "b"}
     await harness.advance(0.2)
+    await c.heartbeat("a", {"pid": 1, "host": "y"}, 0.5)  # renewal
+    await harness.advance(0.35)
+    assert await c.members() == {"a": {"pid": 1, "host": "y"}, "b": {"pid": 2}}
+    await harness.advance(0.3)
     assert await c.members() == {"b": {"pid": 2}}
     await c.leave("b")
     assert await c.members() == {}
@@ -287,10 +287,10 @@ async def test_heartbeat_expiry_removes_a_member(harness: Harness) -> None:
 
 async def test_lease_is_exclusive_until_it_expires(harness: Harness) -> None:
     c = harness.coord
-    assert await c.try_lease("a", 0.3)
-    assert not await c.try_lease("b", 0.3)
-    assert await c.try_lease("a", 0.3)  # renewal by the holder
-    await harness.advance(0.4)
+    assert await c.try_lease("a", 0.5)
+    assert not await c.try_lease("b", 0.5)
+    assert await c.try_lease("a", 0.5)  # renewal by the holder
+    await harness.advance(0.6)
     assert await c.try_lease("b", 5.0)  # takeover after expiry
     assert not await c.try_lease("a", 5.0)
     await c.leave("b")  # leaving releases it
