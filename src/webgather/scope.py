@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from webgather.config import ScopeConfig
-from webgather.urls import hostname, path_of
+from webgather.urls import canonicalize, hostname, path_of
 
 __all__ = ["Scope"]
 
@@ -23,7 +23,7 @@ class Scope:
     def __init__(self, config: ScopeConfig, seed_urls: Iterable[str] = ()) -> None:
         self.config = config
         self.seed_hosts = frozenset(hostname(u) for u in seed_urls)
-        self._domains = tuple(d.lower().strip(".") for d in config.domains)
+        self._domains = tuple(_domain_key(d) for d in config.domains)
 
     def add_seed_hosts(self, seed_urls: Iterable[str]) -> None:
         self.seed_hosts = self.seed_hosts | {hostname(u) for u in seed_urls}
@@ -48,6 +48,13 @@ class Scope:
         if mode == "seed-hosts":
             return host in self.seed_hosts
         return any(host == d or host.endswith("." + d) for d in self._domains)
+
+
+def _domain_key(domain: str) -> str:
+    """A configured domain as canonical URLs spell hosts: lower case, IDNA ("bücher.de" -> "xn--...")."""
+    bare = domain.strip().strip(".").lower()
+    canonical = canonicalize(f"http://{bare}/")
+    return hostname(canonical) if canonical is not None else bare
 
 
 def _repeats_segment(path: str, max_repeats: int) -> bool:
