@@ -134,7 +134,8 @@ def bench_graph(n_links: int, out: Path) -> None:
     edges.tofile(out / "links.bin")
     with (out / "crawl.log.jsonl").open("w") as handle:
         for i in range(n_pages):
-            handle.write(f'{{"url":"http://h{i % n_hosts}.example/p/{i}","status":200,"kind":"page"}}\n')
+            host = f"h{i % n_hosts}.example"
+            handle.write(f'{{"url":"http://{host}/p/{i}","host":"{host}","status":200,"kind":"page"}}\n')
     t0 = time.perf_counter()
     graph = read_link_graph(out, anchor_urls=False)
     print(f"read_link_graph: {n_links:,} links, {graph.n_pages:,} pages, {graph.n_hosts:,} hosts "

@@ -17,7 +17,7 @@ from typing import Any
 
 from webgather.errors import CorruptState, StoreError
 
-__all__ = ["CRAWL_LOG_NAME", "CrawlLog", "encode_entry", "read_crawl_log"]
+__all__ = ["CRAWL_LOG_NAME", "CrawlLog", "encode_entry", "load_crawl_log", "read_crawl_log"]
 
 CRAWL_LOG_NAME = "crawl.log.jsonl"
 _ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=True)
@@ -109,13 +109,14 @@ def _cut_partial_line(fd: int) -> None:
 def read_crawl_log(path: Path) -> Iterator[dict[str, Any]]:
     """Entries of a crawl log in order. A partial last line (a crash) is skipped;
     a bad line anywhere else raises :class:`CorruptState`."""
+    decode = json.JSONDecoder().decode
     try:
-        with Path(path).open("rb") as handle:
+        with Path(path).open("r", encoding="utf-8", errors="surrogateescape", newline="\n") as handle:
             for number, line in enumerate(handle, 1):
-                if not line.endswith(b"\n"):
+                if not line.endswith("\n"):
                     return
                 try:
-                    entry = json.loads(line)
+                    entry = decode(line)
                 except ValueError:
                     raise CorruptState(f"{path}:{number}: not a JSON line") from None
                 if not isinstance(entry, dict):
@@ -123,3 +124,22 @@ def read_crawl_log(path: Path) -> Iterator[dict[str, Any]]:
                 yield entry
     except OSError as exc:
         raise StoreError(f"cannot read crawl log {path}: {exc.strerror}") from exc
+
+
+def load_crawl_log(path: Path) -> list[dict[str, Any]]:
+    """All entries at once, like ``list(read_crawl_log(path))`` but parsed in one
+    JSON call (several times faster on millions of lines)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise StoreError(f"cannot read crawl log {path}: {exc.strerror}") from exc
+    end = data.rfind(b"\n") + 1
+    if not end:
+        return []
+    try:
+        entries = json.loads(b"[" + data[: end - 1].replace(b"\n", b",") + b"]")
+    except ValueError:
+        return list(read_crawl_log(path))  # slow path: names the bad line
+    if not all(isinstance(e, dict) for e in entries):
+        return list(read_crawl_log(path))
+    return list(entries)

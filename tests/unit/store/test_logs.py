@@ -152,3 +152,35 @@ def test_summary_is_atomic_and_validated(tmp_path: Path) -> None:
     (tmp_path / "summary.json").write_text("[1")
     with pytest.raises(CorruptState):
         read_summary(tmp_path)
+
+
+def test_unique_inverse_matches_numpy() -> None:
+    from webgather.store.graphread import unique_inverse
+
+    rng = np.random.default_rng(3)
+    for values in (rng.integers(0, 50, size=1000, dtype=np.uint64), np.array([2**64 - 1, 0, 2**64 - 1], dtype=np.uint64),
+                   np.empty(0, dtype=np.uint64), np.array([5], dtype=np.uint64)):
+        uniq, inverse = unique_inverse(values)
+        expected_uniq, expected_inverse = np.unique(values, return_inverse=True)
+        assert np.array_equal(uniq, expected_uniq) and np.array_equal(inverse, expected_inverse.ravel())
+        assert np.array_equal(uniq[inverse], values)
+
+
+def test_load_crawl_log_equals_the_line_reader(tmp_path: Path) -> None:
+    from webgather.store.crawllog import load_crawl_log
+
+    path = tmp_path / "crawl.log.jsonl"
+    log = CrawlLog.open(path)
+    for i in range(50):
+        log.append({"url": f"http://a/{i}", "status": 200, "text": "line\nbreak é"})
+    log.close()
+    with path.open("ab") as handle:
+        handle.write(b'{"url": "partial')
+    assert load_crawl_log(path) == list(read_crawl_log(path)) and len(load_crawl_log(path)) == 50
+    path.write_text('{"url":"a"}\n[1]\n')
+    with pytest.raises(CorruptState, match=":2:"):
+        load_crawl_log(path)
+    path.write_text("")
+    assert load_crawl_log(path) == []
+    with pytest.raises(StoreError):
+        load_crawl_log(tmp_path / "missing")
