@@ -58,12 +58,14 @@ class FetchTable:
     def fetches(self) -> np.ndarray:
         """Mask of fetches (the crawl's fetched set)."""
         excluded = [i for i, name in enumerate(self.error_names) if name in NOT_FETCHED_ERRORS]
-        return (self.kind != KINDS.index("robots")) & ~np.isin(self.error, excluded)
+        mask: np.ndarray = (self.kind != KINDS.index("robots")) & ~np.isin(self.error, excluded)
+        return mask
 
     def pages(self) -> np.ndarray:
         """Mask of successfully fetched pages (kind page, 2xx)."""
         ok = (self.status >= 200) & (self.status < 300)
-        return self.fetches() & ok & (self.kind == KINDS.index("page"))
+        mask: np.ndarray = self.fetches() & ok & (self.kind == KINDS.index("page"))
+        return mask
 
 
 class _Codes:
@@ -107,47 +109,48 @@ def _row(entry: Mapping[str, Any]) -> tuple[int, int, float, str, str, str] | No
     return (-1 if status is None else status), size, when, host, kind, (error or "")
 
 
+class _Columns:
+    """Rows appended one by one, turned into arrays at the end."""
+
+    def __init__(self) -> None:
+        self.hosts, self.nodes, self.errors = _Codes(), _Codes(), _Codes(("",))
+        self.rows: list[tuple[int, int, float, int, int, int, int]] = []
+
+    def add(self, row: tuple[int, int, float, str, str, str], node: str) -> None:
+        status, size, when, host, kind, error = row
+        self.rows.append((status, size, when, self.hosts.code(host), KINDS.index(kind),
+                          self.errors.code(error), self.nodes.code(node)))
+
+    def table(self, retries: int, bad: int) -> FetchTable:
+        cols = list(zip(*self.rows)) if self.rows else [()] * 7
+        return FetchTable(
+            status=np.asarray(cols[0], dtype=np.int32),
+            size_bytes=np.asarray(cols[1], dtype=np.int64),
+            fetched_at=np.asarray(cols[2], dtype=np.float64),
+            host=np.asarray(cols[3], dtype=np.int32),
+            host_names=tuple(self.hosts.names),
+            node=np.asarray(cols[6], dtype=np.int32),
+            node_names=tuple(self.nodes.names),
+            kind=np.asarray(cols[4], dtype=np.int8),
+            error=np.asarray(cols[5], dtype=np.int32),
+            error_names=tuple(self.errors.names),
+            retries=retries,
+            bad_entries=bad,
+        )
+
+
 def fetch_table(entries: Iterable[Mapping[str, Any]], default_node: str = "node") -> FetchTable:
     """The final entries of a crawl log (``node`` defaults to ``default_node``)."""
-    hosts, nodes, errors = _Codes(), _Codes(), _Codes(("",))
-    status: list[int] = []
-    sizes: list[int] = []
-    times: list[float] = []
-    host: list[int] = []
-    node: list[int] = []
-    kind: list[int] = []
-    error: list[int] = []
+    columns = _Columns()
     retries = bad = 0
     for entry in entries:
-        if not isinstance(entry, Mapping):
-            bad += 1
-            continue
-        if entry.get("retry") is True:
+        if isinstance(entry, Mapping) and entry.get("retry") is True:
             retries += 1
             continue
-        row = _row(entry)
-        name = entry.get("node", default_node)
-        if row is None or not isinstance(name, str):
+        row = _row(entry) if isinstance(entry, Mapping) else None
+        node = entry.get("node", default_node) if row is not None else None
+        if row is None or not isinstance(node, str):
             bad += 1
             continue
-        status.append(row[0])
-        sizes.append(row[1])
-        times.append(row[2])
-        host.append(hosts.code(row[3]))
-        kind.append(KINDS.index(row[4]))
-        error.append(errors.code(row[5]))
-        node.append(nodes.code(name))
-    return FetchTable(
-        status=np.asarray(status, dtype=np.int32),
-        size_bytes=np.asarray(sizes, dtype=np.int64),
-        fetched_at=np.asarray(times, dtype=np.float64),
-        host=np.asarray(host, dtype=np.int32),
-        host_names=tuple(hosts.names),
-        node=np.asarray(node, dtype=np.int32),
-        node_names=tuple(nodes.names),
-        kind=np.asarray(kind, dtype=np.int8),
-        error=np.asarray(error, dtype=np.int32),
-        error_names=tuple(errors.names),
-        retries=retries,
-        bad_entries=bad,
-    )
+        columns.add(row, node)
+    return columns.table(retries, bad)

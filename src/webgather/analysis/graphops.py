@@ -57,10 +57,10 @@ class SimpleGraph:
         return int(self.src.shape[0])
 
     def out_degree(self) -> np.ndarray:
-        return np.diff(self.out.indptr).astype(np.int64)
+        return np.diff(np.asarray(self.out.indptr, dtype=np.int64))
 
     def in_degree(self) -> np.ndarray:
-        return np.diff(self.inn.indptr).astype(np.int64)
+        return np.diff(np.asarray(self.inn.indptr, dtype=np.int64))
 
 
 def unique_sorted(values: np.ndarray) -> np.ndarray:

@@ -70,10 +70,10 @@ def _degrees(analysis: Analysis) -> str:
         f = d.fit
         paper = PAPER["in_degree_alpha"] if key == "in" else None
         if f is None:
-            rows.append((d.name, d.mean, d.maximum, None, None, None, None, None, paper))
+            rows.append((d.name, d.mean, d.maximum, None, None, None, None, f"no fit: {d.fit_note}", paper))
             continue
         rows.append((d.name, d.mean, d.maximum, f.alpha, f.alpha_stderr, f.x_min, f.ks_distance,
-                     f"{f.lognormal_llr:+.2f} (p {f.lognormal_p:.2g})", paper))
+                     f.note or f"{f.lognormal_llr:+.2f} (p {f.lognormal_p:.2g})", paper))
     header = ("degree", "mean", "max", "alpha", "stderr", "x_min", "KS D", "LR vs log-normal", "documents' alpha")
     return _table(header, rows)
 

@@ -92,20 +92,22 @@ def cores_png(result: TrawlResult) -> bytes:
 
 
 def load_png(load: NodeLoad) -> bytes:
-    figure = Figure(figsize=(6.4, 5.2), layout="constrained")
-    top, bottom = figure.subplots(2, 1, sharex=True)
-    hours = np.arange(len(load.pages)) * load.interval_s / 3600.0
+    figure = Figure(figsize=(6.4, 7.0), layout="constrained")
+    total, per_interval, spread = figure.subplots(3, 1, sharex=True)
+    hours = np.arange(1, len(load.pages) + 1) * load.interval_s / 3600.0
     counts = np.asarray(load.pages, dtype=np.float64)
     for i, node in enumerate(load.nodes):
-        top.plot(hours, counts[:, i], "-", label=node)
-    top.set_ylabel(f"pages per {load.interval_s:g} s")
-    top.set_title("per-node load")
+        total.plot(hours, np.cumsum(counts[:, i]), "-", label=node)
+        per_interval.plot(hours, counts[:, i], "-", label=node)
+    total.set_ylabel("pages so far")
+    total.set_title("per-node load")
     if len(load.nodes) <= 12:
-        top.legend(fontsize=7)
+        total.legend(fontsize=7)
+    per_interval.set_ylabel(f"pages per {load.interval_s:g} s")
     variance = np.asarray([np.nan if v is None else v for v in load.variance], dtype=np.float64)
-    bottom.plot(hours, variance, "o-", color="tab:red")
-    bottom.set_ylabel("variance of share")
-    bottom.set_xlabel("hours since the first fetch")
+    spread.plot(hours, variance, "o-", color="tab:red")
+    spread.set_ylabel("variance of share")
+    spread.set_xlabel("hours since the first fetch (end of interval)")
     return _png(figure)
 
 

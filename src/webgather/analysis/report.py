@@ -91,9 +91,11 @@ def _totals_lines(analysis: Analysis) -> list[str]:
 def _fit_text(stats: DegreeStats) -> str:
     fit = stats.fit
     if fit is None:
-        return "too few values to fit"
+        return f"no fit ({stats.fit_note})"
     sample = "" if fit.n_values == fit.n_total else f" (sample {fit.n_values:,} of {fit.n_total:,})"
     verdict = "power law" if fit.lognormal_llr > 0 else "log-normal"
+    if fit.note:
+        verdict = fit.note
     return (
         f"alpha {fit.alpha:.2f} +- {fit.alpha_stderr:.2f}, x_min {fit.x_min:g}, KS {fit.ks_distance:.3f}, "
         f"vs log-normal R {fit.lognormal_llr:+.1f} p {fit.lognormal_p:.2g} ({verdict}){sample}"

@@ -92,7 +92,12 @@ class _Stages:
 
 
 def _label(graph: LinkGraph, page: int) -> str:
-    return graph.urls[page] if graph.urls is not None else f"page#{page}"
+    """The page's URL, or ``page#<id>`` when the producer does not know it."""
+    return (graph.urls[page] if graph.urls is not None else "") or f"page#{page}"
+
+
+def _host_label(graph: LinkGraph, host: int) -> str:
+    return graph.host_names[host] or f"host#{host}"
 
 
 def _ranked(scores: np.ndarray, k: int, label: Callable[[int], str]) -> Ranked:
@@ -116,7 +121,7 @@ def _rank_pages(
 
 def _rank_hosts(graph: LinkGraph, simple: SimpleGraph, opts: AnalysisOptions) -> tuple[int, dict[str, Ranked]]:
     hosts = host_graph(simple, graph.page_host, graph.n_hosts)
-    name = lambda h: graph.host_names[h]  # noqa: E731
+    name = lambda h: _host_label(graph, h)  # noqa: E731
     weighted_in = np.bincount(hosts.dst, weights=hosts.weight, minlength=hosts.n_hosts)
     linking = np.bincount(hosts.dst, minlength=hosts.n_hosts).astype(np.float64)
     rank = weighted_pagerank(hosts.matrix(), damping=opts.damping).scores

@@ -142,7 +142,7 @@ class _Lists:
 
     def fans_of(self, center: int) -> np.ndarray:
         ptr = self.by_center.indptr
-        return self.by_center.indices[ptr[center] : ptr[center + 1]].astype(np.int64)
+        return np.asarray(self.by_center.indices[ptr[center] : ptr[center + 1]], dtype=np.int64)
 
     def centers_of_fans(self, fans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(center per link, fan per link) of the given fans' links."""
@@ -204,6 +204,7 @@ def enumerate_cores(
     if src.size == 0 or centers < 1:
         return [], False
     lists = _Lists(src, dst)
+    level: list[_Set]
     if centers == 1:
         level = [((c,), lists.fans_of(c)) for c in range(lists.center_ids.size)]
         level = [s for s in level if s[1].size >= min_fans]
