@@ -219,6 +219,10 @@ async def test_bad_arguments_are_cluster_errors(harness: Harness) -> None:
         lambda: a.pending_count(10**6),
         lambda: harness.coord.heartbeat("n", {}, 0),
         lambda: harness.coord.heartbeat("n", {"x": object()}, 1),
+        lambda: harness.coord.heartbeat("n", [1, 2], 1),  # type: ignore[arg-type]
+        lambda: harness.coord.register_crawl({1: "x"}),  # type: ignore[dict-item]
+        lambda: harness.coord.cas_table(None, "table"),  # type: ignore[arg-type]
+        lambda: harness.coord.try_lease("n", -1),
         lambda: harness.coord.incr("", 1),
         lambda: harness.coord.register_crawl({"n_buckets": float("nan")}),
     ):

@@ -26,8 +26,8 @@ __all__ = [
     "check_node",
     "check_seconds",
     "from_json",
+    "mapping_json",
     "rotate",
-    "settings_json",
     "settings_mismatch",
     "to_json",
 ]
@@ -118,12 +118,12 @@ def settings_mismatch(stored: Mapping[str, Any], given: Mapping[str, Any]) -> No
         raise IncompatibleCrawl(f"settings differ from the crawl's ({detail})")
 
 
-def settings_json(settings: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """Canonical text and JSON-normalized copy of crawl settings (a mapping with str keys)."""
-    if not isinstance(settings, Mapping) or not all(isinstance(k, str) for k in settings):
-        raise ClusterError("crawl settings must be a mapping with string keys")
-    text = to_json(dict(settings), "crawl settings")
-    return text, from_json(text, "crawl settings")
+def mapping_json(value: Mapping[str, Any], what: str) -> tuple[str, dict[str, Any]]:
+    """Canonical text and JSON-normalized copy of a mapping with str keys (settings, info)."""
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise ClusterError(f"{what} must be a mapping with string keys")
+    text = to_json(dict(value), what)
+    return text, from_json(text, what)
 
 
 def rotate(items: list[int], turn: int) -> list[int]:

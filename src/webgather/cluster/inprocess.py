@@ -203,7 +203,7 @@ class InProcessCoordinator:
         return True
 
     async def register_crawl(self, settings: Mapping[str, Any]) -> dict[str, Any]:
-        _text, given = common.settings_json(settings)
+        _text, given = common.mapping_json(settings, "crawl settings")
         if self._settings is None:
             self._settings = given
         else:
@@ -213,7 +213,7 @@ class InProcessCoordinator:
     async def heartbeat(self, node: str, info: Mapping[str, Any], ttl_s: float) -> None:
         common.check_node(node)
         ttl_s = common.check_seconds("ttl_s", ttl_s, positive=True)
-        self._members[node] = (common.to_json(dict(info), "member info"), self.clock.monotonic() + ttl_s)
+        self._members[node] = (common.mapping_json(info, "member info")[0], self.clock.monotonic() + ttl_s)
 
     async def members(self) -> dict[str, dict[str, Any]]:
         now = self.clock.monotonic()

@@ -329,7 +329,7 @@ class RedisCoordinator:
         return bool(done == 1)
 
     async def register_crawl(self, settings: Mapping[str, Any]) -> dict[str, Any]:
-        text, given = common.settings_json(settings)
+        text, given = common.mapping_json(settings, "crawl settings")
         stored_text = await self.backend.run("ENSURE_SETTINGS", [self.keys.settings], [text])
         stored = common.from_json(stored_text, "crawl settings")
         if not isinstance(stored, dict):
@@ -340,7 +340,7 @@ class RedisCoordinator:
     async def heartbeat(self, node: str, info: Mapping[str, Any], ttl_s: float) -> None:
         common.check_node(node)
         ttl_ms = max(1, round(common.check_seconds("ttl_s", ttl_s, positive=True) * 1000))
-        text = common.to_json(dict(info), "member info")
+        text = common.mapping_json(info, "member info")[0]
         with self.backend.errors():
             async with self.backend.client.pipeline(transaction=True) as pipe:
                 pipe.set(self.keys.member_prefix + node, text, px=ttl_ms)
