@@ -241,7 +241,7 @@ class Frontier:
         """Forget the bucket: its queued items, seen keys and idle hosts. Returns items removed."""
         self._check_bucket(bucket)
         if self.persist is not None:
-            self.persist.spill()  # the journal must not bring the bucket's keys back
+            self.persist.spill(self.last_now)  # the journal must not bring the bucket's keys back
         removed = 0
         for host in sorted(self.hosts_of_bucket.pop(bucket, set())):
             removed += len(self.drop_host(host))
@@ -276,21 +276,20 @@ class Frontier:
         return out
 
     def flush(self) -> None:
-        """Make everything durable now (a commit: written to the OS)."""
-        self._commit()
+        """Make everything durable now, and checkpoint the journal into the database."""
+        if self.persist is not None:
+            self.persist.checkpoint(self.last_now)
 
-    def restore_host(self, host: str, queued: int, head: float | None) -> None:
-        """Resume: a host with ``queued`` items whose queue head has priority ``head``."""
+    def restore_host(self, host: str, head: float) -> None:
+        """Resume: a host with queued items whose queue head has priority ``head``."""
         if host not in self.bucket_of_host:
             self._new_bucket(host)
-        self.queued += queued
         self.policy.set_head(host, head, self.last_now)
 
     def close(self) -> None:
         """Flush and release files; the frontier is unusable afterwards."""
         if self.persist is not None:
-            self.flush()
-            self.persist.close()
+            self.persist.close(self.last_now)
             self.persist = None
 
     # -- internals ------------------------------------------------------------------------
@@ -301,7 +300,7 @@ class Frontier:
 
     def _commit(self) -> None:
         if self.persist is not None:
-            self.persist.commit()
+            self.persist.commit(self.last_now)
 
     def _hosts_of(self, items: Sequence[CrawlItem]) -> list[str]:
         try:

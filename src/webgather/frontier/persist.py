@@ -1,35 +1,51 @@
-"""Opening, committing and resuming a persistent frontier (``Frontier.open(state_dir, ...)``).
+"""Opening, committing, checkpointing and resuming a persistent frontier.
 
-Layout of ``state_dir``: ``frontier.db`` (SQLite: queue rows, hosts, the seen
-journal, in-flight marks; :mod:`webgather.frontier.store`) and ``seen/`` (the
-:class:`~webgather.frontier.seen_disk.DiskSeen` run files).
+Layout of ``state_dir``: ``frontier.db`` (SQLite: queue rows, hosts, seen-key
+journal, meta; :mod:`webgather.frontier.store`), ``journal-<gen>.log`` (the
+redo journal since the last checkpoint; :mod:`webgather.frontier.journal`) and
+``seen/`` (the :class:`~webgather.frontier.seen_disk.DiskSeen` run files).
 
 Write order, and why a crash between any two writes is safe:
 
-1. ``add`` puts queue rows and a journal record of the new seen keys in the
-   open transaction (one transaction: both or neither survive).
-2. ``complete``/``retry``/``flush`` commit it. A crash before that loses the
-   adds together with the completion of the page they came from, which is
-   then fetched again and yields them again.
-3. Only after a commit, when the seen memory tier is full, the tier is written
-   as a run file (atomic rename), and then the journal is emptied in a second
-   transaction. A crash between the two replays journal keys that a run
-   already has: adding them again changes nothing.
-4. On open the journal is replayed into the memory tier, the in-flight marks
-   are counted (``resumed_in_flight``) and cleared (their rows are still
-   queued), and hosts with rows get their queue heads back lazily.
+1. ``add``, ``next_ready``, ``complete``... append ops to the journal's list and
+   change the in-memory state (seen memory tier, heaps, pending rows).
+2. ``complete``/``retry``/``flush`` write the list as one journal record (the
+   group commit). A crash before that loses the adds together with the
+   completion of the page they came from, which is then fetched again and
+   yields them again.
+3. A checkpoint (every ``checkpoint_interval_s`` of the caller's ``now``, or
+   ``checkpoint_bytes`` of journal, or ``checkpoint_rows`` pending rows) writes
+   the rows and the new seen keys to SQLite and commits, recording the next
+   journal generation in the same transaction; only then is the new journal
+   started and the old one deleted. Crash before the commit: the old journal is
+   replayed over the previous checkpoint. Crash after it: the old journal is
+   stale and deleted.
+4. Right after a checkpoint, if the seen memory tier is full, it is written as a
+   run file (atomic rename) and the seen-key journal table emptied in a second
+   transaction. A crash between the two replays keys a run already has:
+   adding them again changes nothing.
+
+On open: the seen-key table and the journal's seen ops are replayed into the
+memory tier, the journal's row ops into SQLite, then a checkpoint starts a new
+generation. Items in flight at the last journal record are counted
+(``resumed_in_flight``) and are queued again (their rows were never deleted).
+Items taken after the last record count as queued, not resumed.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.errors import StoreError
+from webgather.frontier.journal import Journal, read_journal, remove_stale
 from webgather.frontier.queues_sqlite import SqliteQueues
-from webgather.frontier.seen_disk import DiskSeen
 from webgather.frontier.seen import KeyArray
+from webgather.frontier.seen_disk import DiskSeen
 from webgather.frontier.store import StateDB
 
 if TYPE_CHECKING:
@@ -37,17 +53,28 @@ if TYPE_CHECKING:
 
 __all__ = ["Persistence", "open_persistent"]
 
+CHECKPOINT_INTERVAL_S = 10.0
+CHECKPOINT_BYTES = 64 * 1024 * 1024
+CHECKPOINT_ROWS = 250_000
+
 
 class Persistence:
-    """The frontier's durable side: one StateDB, the SqliteQueues on it, the DiskSeen."""
+    """The frontier's durable side: StateDB, journal, SqliteQueues and DiskSeen, in step."""
 
-    def __init__(self, db: StateDB, queues: SqliteQueues, seen: DiskSeen) -> None:
+    def __init__(self, db: StateDB, queues: SqliteQueues, seen: DiskSeen, journal: Journal) -> None:
         self.db = db
         self.queues = queues
         self.seen = seen
+        self.journal = journal
+        self.checkpoint_interval_s = CHECKPOINT_INTERVAL_S
+        self.checkpoint_bytes = CHECKPOINT_BYTES
+        self.checkpoint_rows = CHECKPOINT_ROWS
+        self.checkpoints = 0
+        self._last_checkpoint_at = -math.inf
 
     def journal_seen(self, keys: KeyArray) -> None:
         self.db.journal_seen(keys)
+        self.journal.ops.append(("seen", keys.astype("<u8").tobytes()))
 
     def accepted_of(self, host: str) -> int:
         return self.queues.accepted(host)
@@ -55,23 +82,41 @@ class Persistence:
     def accepted(self, host: str, count: int) -> None:
         self.queues.set_accepted(host, count)
 
-    def commit(self) -> None:
-        """Group commit; then spill the seen memory tier if it is full (step 3)."""
-        self.queues.commit()
-        if self.seen.memory_len >= self.seen.memory_entries:
-            self.spill()
+    def commit(self, now: float) -> None:
+        """Group commit (one journal record); a checkpoint when one is due."""
+        self.journal.write()
+        if self._last_checkpoint_at == -math.inf:
+            self._last_checkpoint_at = now
+        if (now - self._last_checkpoint_at >= self.checkpoint_interval_s
+                or self.journal.bytes_written >= self.checkpoint_bytes
+                or self.queues.pending_rows >= self.checkpoint_rows):
+            self.checkpoint(now)
 
-    def spill(self) -> None:
-        """Write the seen memory tier to a run and empty the journal (after a commit)."""
-        self.queues.commit()
+    def checkpoint(self, now: float) -> None:
+        """Everything into SQLite, a new journal generation; spill the seen tier if full."""
+        self.journal.write()
+        gen = self.journal.gen + 1
+        self.queues.checkpoint({"journal_gen": gen})
+        self.journal.rotate(gen)
+        self.checkpoints += 1
+        self._last_checkpoint_at = now
+        if self.seen.memory_len >= self.seen.memory_entries:
+            self._spill()
+
+    def spill(self, now: float) -> None:
+        """Checkpoint, then write the whole seen memory tier to a run."""
+        self.checkpoint(now)
+        self._spill()
+
+    def _spill(self) -> None:
         self.seen.flush()
         self.db.clear_seen_journal()
         self.db.commit()
 
-    def close(self) -> None:
-        self.queues.commit()
+    def close(self, now: float) -> None:
+        self.spill(now)
         self.seen.close()
-        self.db.clear_seen_journal()
+        self.journal.close()
         self.db.close()
 
 
@@ -89,16 +134,24 @@ def open_persistent(cls: type[Frontier], state_dir: Path, config: FrontierConfig
         seen = DiskSeen(state_dir / "seen", config.seen_memory_entries, auto_flush=False)
         for keys in db.seen_journal():
             seen.add_many(keys)
-        resumed = db.take_resumed()
         queues = SqliteQueues(db, by_depth=config.order == "bfs", host_queue_memory=config.host_queue_memory,
                               queue_memory_items=config.queue_memory_items)
+        gen = int(db.meta("journal_gen") or 0)
+        in_flight = db.in_flight_marks()
+        for blob in queues.replay(read_journal(state_dir, gen), in_flight):
+            keys = np.frombuffer(blob, dtype="<u8").astype(np.uint64)
+            db.journal_seen(keys[seen.add_many(keys)])
+        queues.checkpoint({"journal_gen": gen + 1, "in_flight": ""})
+        remove_stale(state_dir, keep=gen + 1)
+        journal = Journal(state_dir, gen + 1)
+        queues.journal = journal
         frontier = cls(config, politeness, n_buckets, max_pages_per_host, seen, queues,
-                       Persistence(db, queues, seen))
-        for host, queued, head in queues.restore():
-            frontier.restore_host(host, queued, head)
+                       Persistence(db, queues, seen, journal))
+        for host, head in queues.restore():
+            frontier.restore_host(host, head)
     except BaseException:
         db.conn.close()
         raise
-    frontier.resumed_in_flight = resumed
-    db.commit()
+    frontier.queued = queues.rows
+    frontier.resumed_in_flight = len(in_flight)
     return frontier

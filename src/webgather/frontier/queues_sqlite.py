@@ -1,20 +1,25 @@
 """SqliteQueues: per-host queues with every item in SQLite and a bounded head of each host in RAM.
 
 Every queued (and in-flight) item is a row of ``queue`` (see
-:mod:`webgather.frontier.store`), written as it is pushed and deleted when it
-is done. RAM holds, per host, a heap with a *prefix* of the host's queue in
-``(key, seq)`` order: every row at or after the host's ``bound`` may be on
-disk only, every item in the heap sorts before ``bound`` (``None``: the heap
-holds all). A host's heap grows to ``host_queue_memory`` items, and all heaps
-together to about ``queue_memory_items``; past that, items appended at the tail
-stay on disk (``bound`` is set to the first of them). An item that sorts before
-the tail (a lower depth) always joins the heap; a heap twice over its limit is
-trimmed back. When a heap runs dry the next chunk is read with one range query
-from ``bound``, skipping rows in flight.
+:mod:`webgather.frontier.store`) until it is done. RAM holds, per host, a heap
+with a *prefix* of the host's queue in ``(key, seq)`` order: every row at or
+after the host's ``bound`` may be on disk only, every item in the heap sorts
+before ``bound`` (``None``: the heap holds all). A host's heap grows to
+``host_queue_memory`` items, and all heaps together to about
+``queue_memory_items``; past that, items appended at the tail stay on disk
+(``bound`` is set to the first of them). An item that sorts before the tail (a
+lower depth) always joins the heap; a heap twice over its limit is trimmed
+back. When a heap runs dry the next chunk is read with one range query from
+``bound``, skipping rows in flight.
 
-Per host the row count, accepted count and head key are kept in ``hosts`` and
-updated at each commit, so a restart finds the hosts with work without
-scanning the queue; their heaps are loaded lazily, on first use.
+Writes are batched twice. Every change is an op in the redo journal
+(:mod:`webgather.frontier.journal`), and :meth:`SqliteQueues.commit` writes
+the ops with one ``os.write``. SQLite sees the changes at
+:meth:`SqliteQueues.checkpoint`: new rows wait in a dict (a row done before
+the checkpoint never reaches SQLite) and go in as one ``executemany``;
+a read that needs them (refill, listing, removal) writes them early, inside
+the open transaction. A restart finds the hosts with work by one index probe
+per known host, which also gives its head key; heaps are loaded on first use.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import cast
 
-from webgather.errors import FrontierError
+from webgather.errors import CorruptState, FrontierError
+from webgather.frontier.journal import Journal, Op
 from webgather.frontier.model import CrawlItem
 from webgather.frontier.queues import QueueEntry
 from webgather.frontier.store import StateDB, signed64, unsigned64
@@ -34,11 +40,14 @@ __all__ = ["SqliteQueues"]
 
 _INSERT = ("INSERT INTO queue (host_id, key, seq, url, fp, depth, redirects, attempt, priority, kind)"
            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
+_DELETE = "DELETE FROM queue WHERE seq = ?"
 _COLUMNS = "key, seq, url, fp, depth, redirects, attempt, priority, kind"
 _FROM = f"SELECT {_COLUMNS} FROM queue WHERE host_id = ? AND (key, seq) >= (?, ?) ORDER BY key, seq LIMIT ?"
 _UNLOADED = (-math.inf, -1)
 Row = tuple[float, int, str, int, int, int, int, float, str]
 """A queue row as read: key, seq, url, fp (signed), depth, redirects, attempt, priority, kind."""
+FullRow = tuple[int, float, int, str, int, int, int, int, float, str]
+"""A queue row as written: host_id first."""
 _REFILL_MAX = 256
 
 
@@ -50,41 +59,54 @@ class _Host:
     top: tuple[float, int] | None = None
     """At least the largest (key, seq) in the heap."""
     hint: float | None = None
-    """Head key recorded by the last run, until the heap is first loaded."""
-    delta: int = 0
+    """Head key found on restart, until the heap is first loaded."""
     accepted: int = 0
 
 
 class SqliteQueues:
     """Persistent :class:`~webgather.frontier.queues.HostQueues` (see the module docstring)."""
 
-    def __init__(self, db: StateDB, *, by_depth: bool = True, host_queue_memory: int = 1000,
-                 queue_memory_items: int = 1_000_000) -> None:
+    def __init__(self, db: StateDB, journal: Journal | None = None, *, by_depth: bool = True,
+                 host_queue_memory: int = 1000, queue_memory_items: int = 1_000_000) -> None:
         self.db = db
+        self.journal = journal
+        """None: every commit is a checkpoint (no journal)."""
         self.by_depth = by_depth
         self.host_cap = max(1, host_queue_memory)
         self.budget = max(1, queue_memory_items)
         self.in_memory = 0
+        self.rows = int(db.meta("rows") or 0)
+        """Rows in the queue table: items queued or in flight."""
         self._hosts: dict[str, _Host] = {}
         self._taken: dict[int, tuple[str, float, int]] = {}
-        self._dirty: set[str] = set()
+        self._accepted_dirty: set[str] = set()
+        self._pending: dict[int, FullRow] = {}
+        """Rows not in SQLite yet, by seq, in seq order."""
         self._seq = int(db.meta("seq") or 0)
+
+    @property
+    def pending_rows(self) -> int:
+        """Rows not yet written to SQLite (they are in the journal)."""
+        return len(self._pending)
 
     # -- HostQueues ---------------------------------------------------------------
 
     def push(self, host: str, items: Sequence[CrawlItem]) -> float | None:
         h = self._host(host)
-        seq, hid, by_depth, rows = self._seq, h.id, self.by_depth, []
+        seq, hid, by_depth, pending = self._seq, h.id, self.by_depth, self._pending
+        rows: list[FullRow] = []
         for item in items:
             seq += 1
             key = float(item.depth) if by_depth else item.priority
-            rows.append((hid, key, seq, item.url, signed64(item.fp), item.depth, item.redirects,
-                         item.attempt, item.priority, item.kind))
+            row = (hid, key, seq, item.url, signed64(item.fp), item.depth, item.redirects,
+                   item.attempt, item.priority, item.kind)
+            rows.append(row)
+            pending[seq] = row
             self._place(h, (key, seq, item))
         self._seq = seq
-        self.db.conn.executemany(_INSERT, rows)
-        h.delta += len(rows)
-        self._dirty.add(host)
+        self.rows += len(rows)
+        if self.journal is not None:
+            self.journal.ops.append(("push", host, rows))
         if len(h.heap) > 2 * self.host_cap:
             self._trim(h)
         return self._head(h)
@@ -98,8 +120,8 @@ class SqliteQueues:
         key, seq, item = heapq.heappop(h.heap)
         self.in_memory -= 1
         self._taken[item.fp] = (host, key, seq)
-        self.db.mark_taken(item.fp)
-        self._dirty.add(host)
+        if self.journal is not None:
+            self.journal.ops.append(("take", signed64(item.fp)))
         if not h.heap:
             h.top = None
         return item, self._head(h)
@@ -111,15 +133,15 @@ class SqliteQueues:
         del self._taken[item.fp]
         _, key, seq = taken
         h = self._hosts[host]
-        self.db.unmark_taken(item.fp)
-        self._dirty.add(host)
         if not retry:
-            self.db.conn.execute("DELETE FROM queue WHERE host_id = ? AND key = ? AND seq = ?", (h.id, key, seq))
-            h.delta -= 1
+            self._delete(seq)
+            if self.journal is not None:
+                self.journal.ops.append(("done", host, key, seq, signed64(item.fp)))
             return None, self._head(h)
         again = replace(item, attempt=item.attempt + 1)
-        self.db.conn.execute("UPDATE queue SET attempt = ? WHERE host_id = ? AND key = ? AND seq = ?",
-                             (again.attempt, h.id, key, seq))
+        self._set_attempt(seq, again.attempt)
+        if self.journal is not None:
+            self.journal.ops.append(("retry", host, key, seq, signed64(item.fp), again.attempt))
         if h.bound is None or (key, seq) < h.bound:
             self._admit(h, (key, seq, again))
         return again, self._head(h)
@@ -128,13 +150,14 @@ class SqliteQueues:
         h = self._hosts.get(host)
         if h is None:
             return []
+        self._write_rows()
         rows = [r for r in self._select(h.id, _UNLOADED, -1) if unsigned64(r[3]) not in self._taken]
-        self.db.conn.executemany("DELETE FROM queue WHERE host_id = ? AND key = ? AND seq = ?",
-                                 [(h.id, r[0], r[1]) for r in rows])
+        self.db.conn.executemany(_DELETE, [(r[1],) for r in rows])
+        if self.journal is not None:
+            self.journal.ops.append(("remove", host, [(r[0], r[1]) for r in rows]))
         self.in_memory -= len(h.heap)
         h.heap, h.bound, h.top, h.hint = [], None, None, None
-        h.delta -= len(rows)
-        self._dirty.add(host)
+        self.rows -= len(rows)
         return [_item(r) for r in rows]
 
     def items(self, host: str, limit: int | None = None) -> list[CrawlItem]:
@@ -143,40 +166,94 @@ class SqliteQueues:
             return []
         if limit is not None and len(h.heap) >= limit:
             return [entry[2] for entry in heapq.nsmallest(limit, h.heap)]
+        self._write_rows()
         taken = self._taken
         rows = [r for r in self._select(h.id, _UNLOADED, -1) if unsigned64(r[3]) not in taken]
         return [_item(r) for r in rows[:limit]]
 
     def commit(self) -> None:
-        if self._dirty:
-            updates = []
-            for host in self._dirty:
-                h = self._hosts[host]
-                updates.append((h.delta, h.accepted, self._head(h), h.id))
-                h.delta = 0
-            self.db.conn.executemany(
-                "UPDATE hosts SET queued = queued + ?, accepted = ?, head = ? WHERE id = ?", updates)
-            self._dirty.clear()
-        self.db.set_meta("seq", self._seq)
+        """Durable on return: the journal record is written (or, without a journal, a checkpoint)."""
+        if self.journal is not None:
+            self.journal.write()
+        else:
+            self.checkpoint({})
+
+    def checkpoint(self, meta: dict[str, object]) -> None:
+        """Apply everything to SQLite and commit, with ``meta`` in the same transaction."""
+        self._write_rows()
+        if self._accepted_dirty:
+            self.db.conn.executemany("UPDATE hosts SET accepted = ? WHERE id = ?", [
+                (self._hosts[host].accepted, self._hosts[host].id) for host in self._accepted_dirty])
+            self._accepted_dirty.clear()
+        values: dict[str, object] = {"seq": self._seq, "rows": self.rows,
+                                     "in_flight": self.db.in_flight_value(self._taken)}
+        values.update(meta)
+        self.db.set_metas(values)
         self.db.commit()
+
+    def replay(self, records: Iterator[list[Op]], in_flight: set[int]) -> list[bytes]:
+        """Apply journal records to the rows (before :meth:`restore`); updates ``in_flight``
+        (signed fps) and returns the seen-key blobs, in order."""
+        seen: list[bytes] = []
+        try:
+            for ops in records:
+                for op in ops:
+                    if op[0] == "seen":
+                        seen.append(op[1])
+                    else:
+                        self._replay_op(op, in_flight)
+        except (IndexError, TypeError, ValueError, KeyError) as exc:
+            raise CorruptState(f"frontier journal holds a malformed op: {exc}") from exc
+        self._hosts.clear()
+        self.in_memory = 0
+        return seen
+
+    def _replay_op(self, op: Op, in_flight: set[int]) -> None:
+        kind = op[0]
+        if kind == "take":
+            in_flight.add(op[1])
+            return
+        h = self._host(op[1])
+        if kind == "push":
+            for row in op[2]:
+                self._pending[row[2]] = (h.id, *row[1:])
+                self._seq = max(self._seq, row[2])
+            self.rows += len(op[2])
+        elif kind == "done":
+            self._delete(op[3])
+            in_flight.discard(op[4])
+        elif kind == "retry":
+            self._set_attempt(op[3], op[5])
+            in_flight.discard(op[4])
+        elif kind == "remove":
+            for _key, seq in op[2]:
+                self._delete(seq)
+        elif kind == "accepted":
+            self.set_accepted(op[1], op[2])
+        else:
+            raise ValueError(f"unknown op {kind!r}")
 
     # -- beyond the protocol ---------------------------------------------------------------
 
-    def restore(self) -> Iterator[tuple[str, int, float | None]]:
-        """``(host, queued rows, head key)`` of every host with rows, as the last commit left them."""
-        query = "SELECT id, host, queued, accepted, head FROM hosts WHERE queued > 0"
-        for hid, host, queued, accepted, head in self.db.conn.execute(query).fetchall():
-            h = self._hosts[host] = _Host(hid, bound=_UNLOADED, hint=head, accepted=accepted)
-            if head is None:  # its rows were all in flight when the head was recorded
-                self._refill(h)
-            yield host, int(queued), self._head(h)
+    def restore(self) -> Iterator[tuple[str, float]]:
+        """``(host, head key)`` of every host with rows (one index probe per known host)."""
+        probe = "SELECT key FROM queue WHERE host_id = ? ORDER BY key, seq LIMIT 1"
+        conn = self.db.conn
+        for hid, host, accepted in conn.execute("SELECT id, host, accepted FROM hosts").fetchall():
+            first = conn.execute(probe, (hid,)).fetchone()
+            if first is None:
+                continue
+            self._hosts[host] = _Host(hid, bound=_UNLOADED, hint=first[0], accepted=accepted)
+            yield host, float(first[0])
 
     def accepted(self, host: str) -> int:
         return self._host(host).accepted
 
     def set_accepted(self, host: str, count: int) -> None:
         self._host(host).accepted = count
-        self._dirty.add(host)
+        self._accepted_dirty.add(host)
+        if self.journal is not None:
+            self.journal.ops.append(("accepted", host, count))
 
     def queued_in_memory(self, host: str) -> int:
         h = self._hosts.get(host)
@@ -194,6 +271,23 @@ class SqliteQueues:
                 row = (hid, 0)
             h = self._hosts[host] = _Host(int(row[0]), accepted=int(row[1]))
         return h
+
+    def _write_rows(self) -> None:
+        if self._pending:
+            self.db.conn.executemany(_INSERT, self._pending.values())
+            self._pending.clear()
+
+    def _delete(self, seq: int) -> None:
+        if self._pending.pop(seq, None) is None:
+            self.db.conn.execute(_DELETE, (seq,))
+        self.rows -= 1
+
+    def _set_attempt(self, seq: int, attempt: int) -> None:
+        row = self._pending.get(seq)
+        if row is None:
+            self.db.conn.execute("UPDATE queue SET attempt = ? WHERE seq = ?", (attempt, seq))
+        else:
+            self._pending[seq] = (*row[:7], attempt, *row[8:])
 
     def _head(self, h: _Host) -> float | None:
         if h.heap:
@@ -229,6 +323,7 @@ class SqliteQueues:
         h.top = (h.heap[-1][0], h.heap[-1][1])
 
     def _refill(self, h: _Host) -> None:
+        self._write_rows()
         chunk = min(self.host_cap, _REFILL_MAX)
         taken = self._taken
         while not h.heap and h.bound is not None:

@@ -1,12 +1,12 @@
 """StateDB: the frontier's SQLite database (queue rows, hosts, seen journal, in-flight marks).
 
 Why SQLite (stdlib ``sqlite3``) rather than hand-made segment files: one
-transaction covers the queue rows, the host counters and the seen-key journal,
-so a crash between any two writes cannot leave them disagreeing; a
-``WITHOUT ROWID`` table keyed ``(host_id, key, seq)`` keeps each host's queue
-in order on disk, so loading the next chunk of a host is one range read; and
-deletes reclaim space without a compactor. Measured here: about 4.5 us per
-inserted row and 20 us per commit.
+transaction covers the queue rows, the in-flight marks and the seen-key journal,
+so a crash between any two writes cannot leave them disagreeing; an index on
+``(host_id, key, seq)`` keeps each host's queue in order, so loading the next
+chunk of a host is one range read; and deletes reclaim space without a
+compactor. Rows are appended in ``seq`` order (the rowid), which measured about
+3 us a row in batches against 6 us for a table clustered by host.
 
 Settings: WAL journal, ``synchronous=OFF`` (a commit is written to the OS at
 once, so it survives ``kill -9``; it is not fsynced, so an OS crash or power
@@ -19,7 +19,7 @@ opens the next (a group commit). sqlite3 errors are translated here.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -36,15 +36,13 @@ _TWO_64 = 1 << 64
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS hosts (
-    id INTEGER PRIMARY KEY, host TEXT NOT NULL UNIQUE,
-    queued INTEGER NOT NULL DEFAULT 0, accepted INTEGER NOT NULL DEFAULT 0, head REAL);
+    id INTEGER PRIMARY KEY, host TEXT NOT NULL UNIQUE, accepted INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE IF NOT EXISTS queue (
-    host_id INTEGER NOT NULL, key REAL NOT NULL, seq INTEGER NOT NULL,
+    seq INTEGER PRIMARY KEY, host_id INTEGER NOT NULL, key REAL NOT NULL,
     url TEXT NOT NULL, fp INTEGER NOT NULL, depth INTEGER NOT NULL, redirects INTEGER NOT NULL,
-    attempt INTEGER NOT NULL, priority REAL NOT NULL, kind TEXT NOT NULL,
-    PRIMARY KEY (host_id, key, seq)) WITHOUT ROWID;
+    attempt INTEGER NOT NULL, priority REAL NOT NULL, kind TEXT NOT NULL);
+CREATE INDEX IF NOT EXISTS queue_order ON queue (host_id, key, seq);
 CREATE TABLE IF NOT EXISTS seen_log (id INTEGER PRIMARY KEY, keys BLOB NOT NULL);
-CREATE TABLE IF NOT EXISTS inflight (fp INTEGER PRIMARY KEY);
 """
 
 
@@ -62,6 +60,7 @@ class StateDB:
 
     def __init__(self, path: Path, cache_bytes: int = 64 * 1024 * 1024) -> None:
         self.path = path
+        self._journal: list[KeyArray] = []
         try:
             self.conn = sqlite3.connect(path, isolation_level=None, timeout=0.2)
             self.conn.execute("PRAGMA locking_mode=EXCLUSIVE")
@@ -86,6 +85,12 @@ class StateDB:
     def set_meta(self, name: str, value: object) -> None:
         self.conn.execute("INSERT OR REPLACE INTO meta (name, value) VALUES (?, ?)", (name, str(value)))
 
+    def set_metas(self, values: dict[str, object]) -> None:
+        """Several meta values in one statement."""
+        marks = ", ".join(["(?, ?)"] * len(values))
+        params = [part for name, value in values.items() for part in (name, str(value))]
+        self.conn.execute(f"INSERT OR REPLACE INTO meta (name, value) VALUES {marks}", params)
+
     def check_settings(self, settings: dict[str, str]) -> bool:
         """Record ``settings`` in a new state, or check them against an existing one.
 
@@ -109,8 +114,9 @@ class StateDB:
     # -- seen-key journal -----------------------------------------------------
 
     def journal_seen(self, keys: KeyArray) -> None:
+        """Journal new seen keys; they are written (one record) with the next commit."""
         if len(keys):
-            self.conn.execute("INSERT INTO seen_log (keys) VALUES (?)", (keys.astype("<u8").tobytes(),))
+            self._journal.append(keys)
 
     def seen_journal(self) -> Iterator[KeyArray]:
         for (blob,) in self.conn.execute("SELECT keys FROM seen_log ORDER BY id"):
@@ -119,27 +125,36 @@ class StateDB:
             yield np.frombuffer(blob, dtype="<u8").astype(np.uint64)
 
     def clear_seen_journal(self) -> None:
+        self._write_journal()
         self.conn.execute("DELETE FROM seen_log")
+
+    def _write_journal(self) -> None:
+        if self._journal:
+            blob = np.concatenate(self._journal).astype("<u8").tobytes()
+            self._journal.clear()
+            self.conn.execute("INSERT INTO seen_log (keys) VALUES (?)", (blob,))
 
     # -- in-flight marks --------------------------------------------------------
 
-    def mark_taken(self, fp: int) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO inflight (fp) VALUES (?)", (signed64(fp),))
+    @staticmethod
+    def in_flight_value(fps: Iterable[int]) -> str:
+        """The meta value recording the fingerprints in flight at a checkpoint."""
+        return ",".join(str(signed64(fp)) for fp in fps)
 
-    def unmark_taken(self, fp: int) -> None:
-        self.conn.execute("DELETE FROM inflight WHERE fp = ?", (signed64(fp),))
-
-    def take_resumed(self) -> int:
-        """Items marked in flight by the last run (they are queued again); clears the marks."""
-        (count,) = self.conn.execute("SELECT count(*) FROM inflight").fetchone()
-        self.conn.execute("DELETE FROM inflight")
-        return int(count)
+    def in_flight_marks(self) -> set[int]:
+        """Signed fingerprints in flight at the last checkpoint."""
+        value = self.meta("in_flight") or ""
+        try:
+            return {int(part) for part in value.split(",") if part}
+        except ValueError as exc:
+            raise CorruptState(f"frontier state {self.path}: bad in-flight marks") from exc
 
     # -- transactions -------------------------------------------------------------
 
     def commit(self) -> None:
         """End the open transaction (written to the OS) and open the next."""
         try:
+            self._write_journal()
             self.conn.execute("COMMIT")
             self.conn.execute("BEGIN")
         except sqlite3.Error as exc:
@@ -147,6 +162,7 @@ class StateDB:
 
     def close(self) -> None:
         try:
+            self._write_journal()
             if self.conn.in_transaction:
                 self.conn.execute("COMMIT")
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")

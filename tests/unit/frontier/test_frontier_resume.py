@@ -34,9 +34,10 @@ def links_of(url: str, n_hosts: int = 5, fanout: int = 4, n_pages: int = 200) ->
 
 
 def crash(f: Frontier) -> None:
-    """What kill -9 leaves: the open transaction and the seen memory tier are gone."""
+    """What kill -9 leaves: the open transaction, unwritten journal ops and the seen memory tier are gone."""
     assert f.persist is not None
     f.persist.db.conn.close()  # rolls back the open transaction
+    f.persist.journal.close()
     f.persist = None
 
 
@@ -109,29 +110,70 @@ def test_items_in_flight_at_a_crash_are_counted_and_fetched_again(tmp_path: Path
     g.close()
 
 
-def test_repeated_crashes_lose_nothing_and_fetch_nothing_twice(tmp_path: Path) -> None:
+@pytest.mark.parametrize("checkpoint_every_s", [0.0, 0.35, math.inf])
+def test_repeated_crashes_lose_nothing_and_fetch_nothing_twice(tmp_path: Path, checkpoint_every_s: float) -> None:
     done: set[str] = set()
-    f = Frontier.open(tmp_path, SMALL, FAST, n_buckets=16)
-    f.add([item("http://h0.test/0")], 0.0)
+    now = 0.0
+
+    def reopen() -> Frontier:
+        f = Frontier.open(tmp_path, SMALL, FAST, n_buckets=16)
+        assert f.persist is not None
+        f.persist.checkpoint_interval_s = checkpoint_every_s
+        return f
+
+    f = reopen()
+    f.add([item("http://h0.test/0")], now)
     f.flush()
     for round_ in range(12):
         for _ in range(9 + round_):
-            got, _ = f.next_ready(0.0)
+            now += 0.1
+            got, _ = f.next_ready(now)
             if got is None:
                 break
             assert got.url not in done, f"{got.url} fetched twice"
-            f.add(links_of(got.url), 0.0)
-            f.complete(got, 0.0)
+            f.add(links_of(got.url), now)
+            f.complete(got, now)
             done.add(got.url)
-        take_and_hold = f.next_ready(0.0)[0]  # in flight at the crash
+        take_and_hold = f.next_ready(now)[0]  # in flight at the crash
         if take_and_hold is not None:
-            f.add(links_of(take_and_hold.url), 0.0)
+            f.add(links_of(take_and_hold.url), now)
         crash(f)
-        f = Frontier.open(tmp_path, SMALL, FAST, n_buckets=16)
+        f = reopen()
     drain(f, done)
-    reachable = _closure("http://h0.test/0")
-    assert done == reachable
+    assert done == _closure("http://h0.test/0")
     f.close()
+
+
+def test_a_torn_journal_tail_is_ignored_and_a_bad_middle_record_refused(tmp_path: Path) -> None:
+    f = Frontier.open(tmp_path, SMALL, FAST, n_buckets=16)
+    f.add([item("http://a.test/1")], 0.0)
+    f.complete(take(f), 0.0)  # journal: push, take, done
+    f.add([item("http://a.test/2")], 0.0)
+    got = take(f)
+    f.retry(got, 0.0, not_before=0.0)  # journal record 2
+    journal = f.persist.journal.gen if f.persist else 0
+    crash(f)
+    path = tmp_path / f"journal-{journal:010d}.log"
+    good = path.read_bytes()
+    path.write_bytes(good + b"\x40\x00\x00\x00\x01\x02")  # a record cut short by the kill
+    g = Frontier.open(tmp_path, SMALL, FAST, n_buckets=16)
+    again = take(g)
+    assert (again.url, again.attempt, g.pending()) == ("http://a.test/2", 1, 0)
+    crash(g)
+    other = tmp_path / "other"
+    h = Frontier.open(other, SMALL, FAST, n_buckets=16)
+    h.add([item("http://a.test/1")], 0.0)
+    h.complete(take(h), 0.0)
+    h.add([item("http://a.test/2")], 0.0)
+    h.complete(take(h), 0.0)
+    gen = h.persist.journal.gen if h.persist else 0
+    crash(h)
+    path = other / f"journal-{gen:010d}.log"
+    data = bytearray(path.read_bytes())
+    data[10] ^= 0xFF  # inside the first record's payload
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptState):
+        Frontier.open(other, SMALL, FAST, n_buckets=16)
 
 
 def _closure(seed: str) -> set[str]:
@@ -202,11 +244,14 @@ CHILD = textwrap.dedent("""
     from test_frontier_resume import links_of, item
     f = Frontier.open(Path(sys.argv[1]), FrontierConfig(host_queue_memory=3, queue_memory_items=10,
                       seen_memory_entries=7), PolitenessConfig(min_delay_s=0.0, per_ip_connections=1000), n_buckets=16)
+    f.persist.checkpoint_interval_s = float(sys.argv[3])
     f.add([item("http://h0.test/0")], 0.0)
     f.flush()
     held = []
+    now = 0.0
     while True:
-        got, _ = f.next_ready(0.0)
+        now += 0.01
+        got, _ = f.next_ready(now)
         if got is None:
             if not held:
                 break
@@ -214,10 +259,10 @@ CHILD = textwrap.dedent("""
             held.append(got)
         if len(held) >= 3 or got is None:
             page = held.pop(0)
-            f.add(links_of(page.url), 0.0)
+            f.add(links_of(page.url), now)
             sys.stdout.write("completing " + page.url + "\\n")
             sys.stdout.flush()
-            f.complete(page, 0.0)
+            f.complete(page, now)
             sys.stdout.write("done " + page.url + "\\n")
             sys.stdout.flush()
     print("finished", flush=True)
@@ -226,9 +271,10 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_sigkill_mid_crawl_loses_no_url_and_refetches_no_completed_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("checkpoint_every_s", ["0.0", "0.1", "inf"])
+def test_sigkill_mid_crawl_loses_no_url_and_refetches_no_completed_one(tmp_path: Path, checkpoint_every_s: str) -> None:
     state = tmp_path / "state"
-    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(state), str(Path(__file__).parent)],
+    proc = subprocess.Popen([sys.executable, "-c", CHILD, str(state), str(Path(__file__).parent), checkpoint_every_s],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     done: set[str] = set()
     completing: set[str] = set()
