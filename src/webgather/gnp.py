@@ -254,7 +254,10 @@ def filter_samples(samples: Sequence[float] | FloatArray, modulus: float, keep: 
     Samples fall in bucket ``floor(sample / modulus)``; the ``keep`` buckets
     with the most samples (ties: the lower-latency bucket) are kept and all
     samples in them averaged, so each kept bucket weighs by its count. Outliers
-    (a retransmit, a queueing spike) land in sparse buckets and drop out.
+    (a retransmit, a queueing spike) land in sparse buckets and drop out. A
+    bucket holding a single sample is no mode: it is kept only when no bucket
+    holds two (otherwise a lone spike would fill the third place whenever the
+    good samples span fewer than ``keep`` buckets).
     """
     values = np.asarray(samples, dtype=np.float64)
     if modulus <= 0 or keep < 1:
@@ -263,5 +266,7 @@ def filter_samples(samples: Sequence[float] | FloatArray, modulus: float, keep: 
         raise AnalysisError("httpping samples must be a non-empty set of finite values >= 0")
     buckets = np.floor(values / modulus).astype(np.int64)
     ids, counts = np.unique(buckets, return_counts=True)  # ids ascending
+    if counts.max() >= 2:
+        ids, counts = ids[counts >= 2], counts[counts >= 2]
     chosen = ids[np.argsort(-counts, kind="stable")[:keep]]
     return float(values[np.isin(buckets, chosen)].mean())

@@ -68,6 +68,8 @@ def test_filter_samples_keeps_the_three_fullest_buckets() -> None:
     assert gnp.filter_samples([5.0], 10) == 5.0
     # ties between equally full buckets go to the lower latency
     assert gnp.filter_samples([1, 11, 21, 31], 10) == pytest.approx(11.0)
+    # good samples in two buckets: a lone spike does not take the third place
+    assert gnp.filter_samples([40, 41, 42, 43, 44, 45, 46, 47, 280], 5) == pytest.approx(43.5)
 
 
 def test_bad_input_raises_webgather_errors() -> None:

@@ -112,6 +112,8 @@ def _gnp_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--landmarks", type=_ints, default=[5, 7, 9, 11, 15])
     p.add_argument("--dims", type=_ints, default=[2, 3, 4, 5, 6, 7, 8])
     p.add_argument("--tol", type=float, default=0.2, help="relative error counted as accurate")
+    p.add_argument("--sched-landmarks", type=int, default=9, help="landmarks for the scheduling run")
+    p.add_argument("--sched-dims", type=int, default=7, help="dimensions for the scheduling run")
     p.add_argument("--concurrency", type=int, default=16, help="fetch slots per crawler")
     p.add_argument("--politeness", type=float, default=0.1, help="seconds between fetches per host")
 
@@ -249,7 +251,8 @@ def _gnp(graph: LinkGraph, args: argparse.Namespace, timer: Callable[[], float])
     exact, _ = gnp_sched.accuracy_table(world, args.dims, args.landmarks, rng, args.tol, noisy=False)
     noisy, grid = gnp_sched.accuracy_table(world, args.dims, args.landmarks, rng, args.tol)
     params = replace(gnp_sched.DEFAULT_PARAMS, concurrency=args.concurrency, politeness_s=args.politeness)
-    rows, horizon = gnp_sched.throughput(graph, world, rng, params)
+    rows, horizon = gnp_sched.throughput(graph, world, rng, params, landmarks=args.sched_landmarks,
+                                         dims=args.sched_dims)
     text = "\n\n".join([exact, noisy, gnp_sched.throughput_table(rows, horizon)])
     return text, {"": lambda fig: gnp_sched.plot(grid, args.dims, args.landmarks, rows, fig)}
 

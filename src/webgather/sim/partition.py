@@ -102,7 +102,7 @@ def _ip_sums(host_names: Sequence[str], host_fp: NDArray[np.uint64],
             sums[i] = sum(ipaddress.ip_address(ip).packed)
         except ValueError:
             raise AnalysisError(f"resolve map: {name!r} -> {ip!r} is not an IP address") from None
-    return sums
+    return np.asarray(sums, dtype=np.int64)
 
 
 def keys_of(graph: LinkGraph, resolve: Mapping[str, str] | None = None) -> Keys:
