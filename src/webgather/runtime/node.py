@@ -123,7 +123,11 @@ class CrawlNode:
             await self._slots.acquire()
             task = group.create_task(self._process(item))
             self._active.add(task)
-            task.add_done_callback(self._active.discard)
+            task.add_done_callback(self._task_done)
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._active.discard(task)
+        self._wakeup.set()
 
     def _finished(self) -> bool:
         return not self._active and self._robots_pending == 0 and self.parts.frontier.is_done()
@@ -282,6 +286,8 @@ class CrawlNode:
     def _drop_host(self, host: str, error: str, detail: str) -> None:
         self._dead_hosts[host] = error
         dropped = self.parts.frontier.drop_host(host)
+        # URLs of the host found later flow through dispatch and are logged with the same error
+        self.parts.frontier.defer_host(host, self.parts.clock.monotonic())
         wall = self.parts.clock.wall()
         for item in dropped:
             entry = _unfetched_entry(item, error, self.node_id, wall)
