@@ -57,8 +57,8 @@ def make_page(rng: random.Random, n_links: int = 25, target_bytes: int = 13_000)
     ]
     body = "<div class=nav><ul>" + "".join(links[:10]) + "</ul></div><main>"
     rest = links[10:]
-    paragraphs = []
-    while len(head) + len(body) + sum(map(len, paragraphs)) + sum(map(len, rest)) < target_bytes:
+    paragraphs: list[str] = []
+    while len(head) + len(body) + sum(len(p) for p in paragraphs + rest) < target_bytes:
         paragraphs.append(f"<p class=para>{words(40)}</p>")
     step = max(1, len(paragraphs) // max(1, len(rest)))
     for i, link in enumerate(rest):

@@ -152,8 +152,8 @@ def test_rules_for_response_status_table() -> None:
     assert rules_for_response(206, body, UA) is not None
     for status in (301, 399, 400, 401, 403, 404, 410, 451):
         assert rules_for_response(status, body, UA) is ALLOW_ALL
-    for status in (None, 100, 429, 500, 503, 599):
-        assert rules_for_response(status, body, UA) is None
+    for unavailable in (None, 100, 429, 500, 503, 599):
+        assert rules_for_response(unavailable, body, UA) is None
 
 
 def test_is_allowed_helper() -> None:
