@@ -215,6 +215,10 @@ async def test_bad_arguments_are_cluster_errors(harness: Harness) -> None:
         lambda: a.receive([0], 0, 0),
         lambda: a.receive([0], 1, -1),
         lambda: a.ack(N_BUCKETS, []),
+        lambda: a.ack(0, "1-1"),
+        lambda: a.ack(0, [1]),  # type: ignore[list-item]
+        lambda: a.receive(3, 1, 0),  # type: ignore[arg-type]
+        lambda: a.claim_stale(["0"], 0),  # type: ignore[list-item]
         lambda: a.claim_stale([0], float("nan")),
         lambda: a.pending_count(10**6),
         lambda: harness.coord.heartbeat("n", {}, 0),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from webgather.cluster.mapping import BucketTable
@@ -23,6 +23,7 @@ __all__ = [
     "check_count",
     "check_counter",
     "check_crawl_name",
+    "check_ids",
     "check_node",
     "check_seconds",
     "from_json",
@@ -55,12 +56,24 @@ def check_node(node: str) -> str:
 
 def check_buckets(buckets: Sequence[int], n_buckets: int) -> list[int]:
     """``buckets`` as a list of ints in ``0..n_buckets-1`` (duplicates removed, order kept)."""
+    if isinstance(buckets, (str, bytes)) or not isinstance(buckets, Iterable):
+        raise ClusterError(f"buckets must be a sequence of ints, got {type(buckets).__name__}")
     out: list[int] = []
     for bucket in buckets:
         if isinstance(bucket, bool) or not isinstance(bucket, int) or not 0 <= bucket < n_buckets:
             raise ClusterError(f"bucket {bucket!r} outside 0..{n_buckets - 1}")
         out.append(bucket)
     return list(dict.fromkeys(out))
+
+
+def check_ids(ids: Sequence[str]) -> list[str]:
+    """Delivery ids as a list of str (a lone string or a non-sequence is an error)."""
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Iterable):
+        raise ClusterError(f"delivery ids must be a sequence of str, got {type(ids).__name__}")
+    out = list(ids)
+    if not all(isinstance(i, str) for i in out):
+        raise ClusterError("delivery ids must be strings")
+    return out
 
 
 def check_seconds(name: str, value: float, positive: bool = False) -> float:

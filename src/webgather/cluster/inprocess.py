@@ -143,7 +143,7 @@ class InProcessTransport:
         (bucket,) = common.check_buckets([bucket], self.hub.n_buckets)
         stream = self.hub.streams.get(bucket)
         done = 0
-        for raw in delivery_ids:
+        for raw in common.check_ids(delivery_ids):
             delivery_id = _parse_id(raw)
             if stream is not None and delivery_id is not None and delivery_id in stream.pending:
                 del stream.pending[delivery_id], stream.payloads[delivery_id]

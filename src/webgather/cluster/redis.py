@@ -247,7 +247,10 @@ class RedisTransport:
     def _interest(self, buckets: Sequence[int]) -> tuple[list[int], str]:
         """Checked buckets and the name of their interest set (cached: a node asks for
         the same ~M/N buckets on every call until the table changes)."""
-        raw = list(buckets)
+        if isinstance(buckets, (list, tuple, range)):
+            raw = list(buckets)
+        else:
+            raw = common.check_buckets(buckets, self.backend.n_buckets)
         if self._last is not None and self._last[0] == raw:
             return self._last[1], self._last[2]
         wanted = common.check_buckets(raw, self.backend.n_buckets)
@@ -274,7 +277,7 @@ class RedisTransport:
 
     async def ack(self, bucket: int, delivery_ids: Sequence[str]) -> int:
         (bucket,) = common.check_buckets([bucket], self.backend.n_buckets)
-        ids = [i for i in delivery_ids if isinstance(i, str) and _ID.fullmatch(i)]
+        ids = [i for i in common.check_ids(delivery_ids) if _ID.fullmatch(i)]
         if not ids:
             return 0
         return int(await self.backend.run("ACK", [self.keys.stream(bucket)], [GROUP, *ids]))
