@@ -29,11 +29,12 @@ from webgather.store.cdxj import INDEX_NAME, cdxj_line
 from webgather.store.gzmember import gzip_unit
 from webgather.store.recovery import repair_index, repair_warc
 
-__all__ = ["GZIP_LEVEL", "PREFIX", "Archive", "ArchiveRef", "random_record_id"]
+__all__ = ["GZIP_LEVEL", "PREFIX", "Archive", "ArchiveRef", "check_fetch", "check_revisit", "random_record_id"]
 
 PREFIX = "webgather"
 GZIP_LEVEL = 6
 """zlib level of each member (see bench/store_speed.py for the cost per page)."""
+_YEAR_10000_S = 253_402_300_800.0
 _NODE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
 
@@ -128,14 +129,7 @@ class Archive:
         self, result: FetchResult, original: ArchiveRef, profile: records.RevisitProfile
     ) -> ArchiveRef:
         """Write a revisit record (and its request) pointing at ``original``."""
-        if result.status is None:
-            raise StoreError(f"revisit of {result.url} without a response")
-        if profile not in records.REVISIT_PROFILES:
-            raise StoreError(f"unknown revisit profile {profile!r}")
-        if profile == "identical-payload-digest":
-            digest = records.sha1_digest(result.raw_body)
-            if digest != original.payload_digest:
-                raise StoreError(f"{result.url}: payload {digest} differs from the original's")
+        check_revisit(result, original, profile)
         date = self._date(result)
         self._ensure_file(date)
         revisit_id, request_id = self._ids(), self._ids()
@@ -154,10 +148,7 @@ class Archive:
     def _date(self, result: FetchResult) -> str:
         if self._now_iso is not None:
             return self._now_iso()
-        try:
-            return records.iso_date(result.started_at)
-        except (ValueError, OverflowError, OSError):
-            raise StoreError(f"{result.url}: started_at {result.started_at!r} is not a time") from None
+        return records.iso_date(check_fetch(result).started_at)
 
     def _write_unit(
         self, result: FetchResult, first: records.WarcRecord, request: records.WarcRecord, mime: str
@@ -207,6 +198,26 @@ class Archive:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def check_fetch(result: FetchResult) -> FetchResult:
+    """``result`` if the archive can write it, else :class:`StoreError` (nothing written)."""
+    if not (isinstance(result.started_at, (int, float)) and 0 <= result.started_at < _YEAR_10000_S):
+        raise StoreError(f"{result.url}: started_at {result.started_at!r} is not a time")
+    return result
+
+
+def check_revisit(result: FetchResult, original: ArchiveRef, profile: str) -> None:
+    """:class:`StoreError` unless a revisit of ``original`` can be written for ``result``."""
+    check_fetch(result)
+    if result.status is None:
+        raise StoreError(f"revisit of {result.url} without a response")
+    if profile not in records.REVISIT_PROFILES:
+        raise StoreError(f"unknown revisit profile {profile!r}")
+    if profile == "identical-payload-digest":
+        digest = records.sha1_digest(result.raw_body)
+        if digest != original.payload_digest:
+            raise StoreError(f"{result.url}: payload {digest} differs from the original's")
 
 
 def _warcinfo_fields(node: str) -> list[tuple[str, str]]:

@@ -29,14 +29,15 @@ from webgather.fetch.model import FetchResult
 from webgather.store.crawllog import CRAWL_LOG_NAME, CrawlLog, encode_entry
 from webgather.store.linklog import Link, LinkLog
 from webgather.store.records import RevisitProfile
-from webgather.store.warc import Archive, ArchiveRef
+from webgather.store.warc import Archive, ArchiveRef, check_fetch, check_revisit
 from webgather.urls import fingerprint, host_key
 
 __all__ = ["ArchiveWriter", "RefCallback", "WriterStats"]
 
 RefCallback = Callable[[ArchiveRef | None], None]
 """Called on the writer thread with the record's ref (None: nothing archived).
-From asyncio code wrap it: ``lambda ref: loop.call_soon_threadsafe(fut.set_result, ref)``."""
+Not called if the write fails (the error comes back from the next call):
+asyncio code that waits for the ref should use :meth:`ArchiveWriter.write`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +59,8 @@ class _Job:
     on_ref: RefCallback | None = None
     original: ArchiveRef | None = None
     profile: RevisitProfile = "server-not-modified"
-    done: Future[None] | None = None
+    done: Future[Any] | None = None
+    """Settled when the job is done: None for a flush, the ArchiveRef (or None) for a fetch."""
 
 
 class ArchiveWriter:
@@ -113,8 +115,9 @@ class ArchiveWriter:
     ) -> None:
         """Archive ``result`` (if it has a response), log ``log_entry`` completed with
         ``warc_file``, ``warc_offset``, ``warc_length``, ``digest``, and record
-        ``links`` (None: the page was not parsed)."""
-        self._put(_Job("fetch", result, dict(log_entry), links, on_ref))
+        ``links`` (None: the page was not parsed). A result the archive cannot
+        take (e.g. ``started_at`` not a time) raises :class:`StoreError` here."""
+        self._put(_Job("fetch", check_fetch(result), dict(log_entry), links, on_ref))
 
     def submit_revisit(
         self,
@@ -125,8 +128,34 @@ class ArchiveWriter:
         *,
         on_ref: RefCallback | None = None,
     ) -> None:
-        """Write a revisit record for ``result`` pointing at ``original``, and log it."""
+        """Write a revisit record for ``result`` pointing at ``original``, and log it.
+
+        The revisit is checked here (:func:`check_revisit`: a response, a known
+        profile, for ``identical-payload-digest`` the same payload digest)."""
+        check_revisit(result, original, profile)
         self._put(_Job("revisit", result, dict(log_entry), None, on_ref, original, profile))
+
+    async def write(
+        self, result: FetchResult, log_entry: Mapping[str, object], links: Sequence[Link] | None = None
+    ) -> ArchiveRef | None:
+        """:meth:`submit_fetch` without blocking the loop, returning the ref once written.
+
+        Raises :class:`StoreError` if this write (or an earlier one) failed.
+        The crawl-log line is then in the log's buffer; it reaches the file at
+        the next flush (every N entries, :meth:`drain`, or when idle).
+        """
+        done: Future[ArchiveRef | None] = Future()
+        await self._put_async(_Job("fetch", check_fetch(result), dict(log_entry), links, done=done))
+        return await asyncio.wrap_future(done)
+
+    async def write_revisit(
+        self, result: FetchResult, original: ArchiveRef, profile: RevisitProfile, log_entry: Mapping[str, object]
+    ) -> ArchiveRef:
+        """:meth:`submit_revisit`, awaited like :meth:`write`."""
+        check_revisit(result, original, profile)
+        done: Future[ArchiveRef] = Future()
+        await self._put_async(_Job("revisit", result, dict(log_entry), None, None, original, profile, done))
+        return await asyncio.wrap_future(done)
 
     def submit_log(self, entry: Mapping[str, object]) -> None:
         """Log an attempt that archives nothing (no response, robots-disallowed, ...)."""
@@ -141,12 +170,7 @@ class ArchiveWriter:
     async def drain(self) -> None:
         """Wait until everything submitted so far is written and the logs flushed."""
         done: Future[None] = Future()
-        job = _Job("flush", done=done)
-        self._check()
-        try:
-            self._queue.put_nowait(job)
-        except queue.Full:
-            await asyncio.to_thread(self._queue.put, job)
+        await self._put_async(_Job("flush", done=done))
         await asyncio.wrap_future(done)
         self._check()
 
@@ -178,6 +202,16 @@ class ArchiveWriter:
         except queue.Full:
             self._counts["full_queue_waits"] += 1
             self._queue.put(job)
+
+    async def _put_async(self, job: _Job) -> None:
+        self._check()
+        if self._closed:
+            raise StoreError("the archive writer is closed")
+        try:
+            self._queue.put_nowait(job)
+        except queue.Full:
+            self._counts["full_queue_waits"] += 1
+            await asyncio.to_thread(self._queue.put, job)
 
     def _check(self) -> None:
         if self._error is not None:
@@ -242,6 +276,8 @@ class ArchiveWriter:
             self._counts["pages_with_links"] += 1
         if job.on_ref is not None:
             job.on_ref(ref)
+        if job.done is not None:
+            job.done.set_result(ref)
 
     def _log(self, entry: dict[str, Any]) -> None:
         self.crawl_log.append_line(encode_entry(entry))

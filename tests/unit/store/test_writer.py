@@ -129,3 +129,31 @@ def test_a_failing_callback_is_reported_not_lost(tmp_path: Path) -> None:
 def test_bad_settings(tmp_path: Path) -> None:
     with pytest.raises(StoreError):
         ArchiveWriter.open(tmp_path, "n1", StoreConfig(), queue_max_items=0)
+
+
+async def test_awaitable_write_returns_the_ref_and_raises_on_failure(tmp_path: Path) -> None:
+    writer = ArchiveWriter.open(tmp_path, "n1", StoreConfig())
+    ref = await writer.write(page(), {"url": "http://example.com/a"}, _links("http://example.com/b"))
+    assert ref is not None and ref.filename == "webgather-n1-00000.warc.gz"
+    assert await writer.write(page(status=None, error="dns"), {"url": "http://example.com/x"}) is None
+    revisit = await writer.write_revisit(page(body=b"", status=304), ref, "server-not-modified", {"url": "http://example.com/a"})
+    assert revisit.payload_digest == ref.payload_digest and revisit.offset > ref.offset
+    # bad input is refused at the call and the writer goes on
+    with pytest.raises(StoreError, match="differs"):
+        await writer.write_revisit(page(body=b"other"), ref, "identical-payload-digest", {"url": "http://example.com/a"})
+    with pytest.raises(StoreError, match="differs"):
+        writer.submit_revisit(page(body=b"other"), ref, "identical-payload-digest", {"url": "http://example.com/a"})
+    with pytest.raises(StoreError, match="not a time"):
+        writer.submit_fetch(page(started_at=float("inf")), {"url": "http://example.com/a"})
+    with pytest.raises(StoreError, match="not a time"):
+        await writer.write(page(started_at=-5.0), {"url": "http://example.com/a"})
+    assert await writer.write(page("http://example.com/fine"), {"url": "http://example.com/fine"}) is not None
+    # a failure inside the thread is fatal: this one and every later call report it
+    with pytest.raises(StoreError, match="archive writer failed.*not JSON"):
+        await writer.write(page(), {"url": "http://example.com/again", "bad": object()})
+    with pytest.raises(StoreError, match="archive writer failed"):
+        await writer.write(page(), {"url": "http://example.com/again"})
+    with pytest.raises(StoreError):
+        writer.close()
+    with pytest.raises(StoreError):
+        await writer.drain()
