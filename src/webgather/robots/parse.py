@@ -62,20 +62,25 @@ def product_token(user_agent: str) -> str:
 class RobotsRules:
     """What one host's robots.txt says to one user agent. Read-only after construction."""
 
-    __slots__ = ("_default", "_parser", "_token", "crawl_delay_s", "sitemaps")
-
-    crawl_delay_s: float | None
-    """``Crawl-delay`` of our group in seconds, or None (clamping is politeness's job)."""
-    sitemaps: tuple[str, ...]
-    """``Sitemap:`` values as written (any group; resolve and scope-check before use)."""
+    __slots__ = ("_crawl_delay_s", "_default", "_parser", "_sitemaps", "_token")
 
     def __init__(self, parser: Protego | None, token: str, default: bool = True) -> None:
         """Prefer :meth:`from_bytes`, :data:`ALLOW_ALL` or :data:`DISALLOW_ALL`."""
         self._parser = parser
         self._token = token
         self._default = default
-        self.crawl_delay_s = parser.crawl_delay(token) if parser is not None else None
-        self.sitemaps = tuple(parser.sitemaps) if parser is not None else ()
+        self._crawl_delay_s = parser.crawl_delay(token) if parser is not None else None
+        self._sitemaps = tuple(parser.sitemaps) if parser is not None else ()
+
+    @property
+    def crawl_delay_s(self) -> float | None:
+        """``Crawl-delay`` of our group in seconds, or None (clamping is politeness's job)."""
+        return self._crawl_delay_s
+
+    @property
+    def sitemaps(self) -> tuple[str, ...]:
+        """``Sitemap:`` values as written (any group; resolve and scope-check before use)."""
+        return self._sitemaps
 
     @classmethod
     def from_bytes(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,6 +57,14 @@ def test_our_group_applies_by_product_token() -> None:
     assert r.allowed(SITE + "/doc.pdf?download=1")  # "$" anchors the end
     assert r.allowed(SITE + "/tmp/x")  # the "*" group is not ours
     assert r.allowed(SITE + "/")
+    assert r.crawl_delay_s == 2.5
+
+
+def test_rules_are_read_only() -> None:
+    r = rules()
+    for name, value in (("crawl_delay_s", 0.0), ("sitemaps", ()), ("anything", 1)):
+        with pytest.raises(AttributeError):
+            setattr(r, name, value)
     assert r.crawl_delay_s == 2.5
 
 
