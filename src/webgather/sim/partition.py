@@ -18,11 +18,15 @@ Metrics (exact definitions):
 
 * *normalized share* of node i: ``x_i = n * pages_i / total`` (an even split is 1).
   ``var_norm = mean_i (x_i - 1)^2`` (population variance). ``var_share`` is the
-  variance of the raw shares ``pages_i / total`` (= ``var_norm / n^2``); the
-  documents' Table 1 (1e-5 .. 1e-3) is on the scale of the raw shares.
+  variance of the raw shares ``pages_i / total`` (= ``var_norm / n^2``). The
+  documents do not spell out their normalization; their Table 1 values
+  (1e-5 .. 1e-3) are on the scale of ``var_share``, so that is what we compare.
+  ``expected`` is ``var_norm`` for units (hosts; pages for url-hash) placed
+  uniformly at random, ``(n - 1) * sum_u w_u^2`` with ``w_u`` the unit's page share:
+  the floor set by the granularity of the partition, not by the hash.
 * *interval variance*: the crawl order (breadth-first by default) is cut into
-  ``n_intervals`` equal runs of pages ("hours"); ``var_norm`` in each run; we report
-  the mean and max over runs.
+  ``n_intervals`` equal runs of pages ("hours"); per run ``var_norm`` and ``var_share``;
+  we report the mean of the first and the mean and max of the second.
 * *cross link*: a link from a fetched page whose source and destination pages are
   on different nodes; each costs one URL transfer. ``bytes`` are the URLs' UTF-8
   lengths when the graph has URLs, else 128 B (the documents' bound).
@@ -206,8 +210,14 @@ class PartitionRow:
     n: int
     var_norm: float
     var_share: float
+    expected_var_norm: float
+    """``var_norm`` expected if the partition units (hosts, or pages for url-hash) were placed
+    uniformly at random: ``(n - 1) * sum_u w_u^2`` with ``w_u`` a unit's share of the pages."""
     interval_var_mean: float
-    interval_var_max: float
+    """Mean over intervals of ``var_norm``."""
+    interval_share_mean: float
+    interval_share_max: float
+    """Mean and max over intervals of ``var_share`` (the documents' Table 1 scale)."""
     cross_fraction: float
     messages_per_page: float
     bytes_per_page: float
@@ -242,17 +252,21 @@ def run(graph: LinkGraph, nodes: Sequence[int] = NODE_COUNTS,
     link_mask = reached[np.asarray(graph.src, dtype=np.int64)]
     src = np.asarray(graph.src, dtype=np.int64)[link_mask]
     dst = np.asarray(graph.dst, dtype=np.int64)[link_mask]
+    host_w = np.bincount(keys.page_host[crawled], minlength=graph.n_hosts) / crawled.size
+    concentration = {"url-hash": 1.0 / crawled.size}
     rows = []
     for strategy in strategies:
         for n in nodes:
+            expected = (n - 1) * concentration.get(strategy, float((host_w**2).sum()))
             page_node = assign(keys, strategy, n, n_buckets, vnodes)
             var_norm, var_share = load_variance(page_node[crawled], n)
             per_interval = interval_variance(page_node[crawled], n, n_intervals)
             traffic = cross_traffic(page_node[src], page_node[dst], dst, keys.url_bytes, n, batch_urls)
             pages = float(crawled.size)
             rows.append(PartitionRow(
-                strategy, n, var_norm, var_share, float(per_interval.mean()),
-                float(per_interval.max()), traffic.cross_fraction, traffic.messages / pages,
+                strategy, n, var_norm, var_share, expected, float(per_interval.mean()),
+                float(per_interval.mean()) / n**2, float(per_interval.max()) / n**2,
+                traffic.cross_fraction, traffic.messages / pages,
                 traffic.bytes / pages, traffic.unique_cross / pages))
     return PartitionResult(tuple(rows), int(crawled.size), graph.n_hosts, int(src.size),
                            batch_urls, n_intervals)
@@ -260,9 +274,12 @@ def run(graph: LinkGraph, nodes: Sequence[int] = NODE_COUNTS,
 
 def table(result: PartitionResult) -> str:
     """Load variance and cross-URL traffic per strategy and node count."""
-    headers = ["strategy", "n", "var_norm", "var_share", "interval_var_mean", "interval_var_max",
+    headers = ["strategy", "n", "var_norm", "expected", "var_share", "ivar_norm_mean", "ivar_share_mean",
+               "ivar_share_max",
                "cross_frac", "msgs/page", "bytes/page", "uniq_cross/page"]
-    rows = [[r.strategy, r.n, r.var_norm, r.var_share, r.interval_var_mean, r.interval_var_max,
+    rows = [[r.strategy, r.n, r.var_norm, r.expected_var_norm, r.var_share, r.interval_var_mean,
+             r.interval_share_mean,
+             r.interval_share_max,
              r.cross_fraction, r.messages_per_page, r.bytes_per_page, r.unique_cross_per_page]
             for r in result.rows]
     title = (f"partition: {result.n_pages:,} pages crawled, {result.n_hosts:,} hosts, "

@@ -87,6 +87,9 @@ def test_run_reports_every_strategy_and_node_count() -> None:
     url = next(r for r in result.rows if r.strategy == "url-hash" and r.n == 4)
     host = next(r for r in result.rows if r.strategy == "host-hash" and r.n == 4)
     assert url.cross_fraction > host.cross_fraction  # host partitions keep site links local
+    assert result.n_pages == 200
+    assert url.expected_var_norm == pytest.approx(3 / 200)  # (n - 1) / pages
+    assert host.expected_var_norm == pytest.approx(3 / 40)  # (n - 1) * 40 hosts * (1/40)^2
     assert "two-stage" in partition.table(result)
 
 
