@@ -108,6 +108,19 @@ def test_buckets_are_contiguous_ranges_that_export_and_drop(backend: tuple[str, 
     assert s.drop_bucket(4000) == 0
 
 
+def test_bucket_edges_including_the_top_bucket(backend: tuple[str, Factory]) -> None:
+    s = backend[1]()
+    lo7, hi7 = bucket_range(7)
+    lo_top, _ = bucket_range(4095)
+    edge = [lo7 - 1, lo7, lo7 + 1, hi7 - 1, hi7, lo_top - 1, lo_top, 2**64 - 1]
+    s.add_many(keys(edge))
+    s.flush()
+    assert s.export_bucket(7).tolist() == [lo7, lo7 + 1, hi7 - 1]
+    assert s.export_bucket(4095).tolist() == [lo_top, 2**64 - 1]
+    assert s.drop_bucket(4095) == 2 and s.drop_bucket(7) == 3
+    assert s.contains_many(keys(edge)).tolist() == [True, False, False, False, True, True, False, False]
+
+
 def test_flush_then_reopen_keeps_everything_on_disk_backends(backend: tuple[str, Factory]) -> None:
     kind, make = backend
     s = make()

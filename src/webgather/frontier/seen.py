@@ -48,6 +48,7 @@ BUCKET_SHIFT = 52
 FP_MASK = (1 << BUCKET_SHIFT) - 1
 _N_BUCKETS_MAX = 1 << (64 - BUCKET_SHIFT)
 _EMPTY: KeyArray = np.empty(0, dtype=np.uint64)
+FP_MAX = (1 << 64) - 1
 
 
 def seen_key(bucket: int, fp: int) -> int:
@@ -73,6 +74,19 @@ def bucket_range(bucket: int) -> tuple[int, int]:
     if not 0 <= bucket < _N_BUCKETS_MAX:
         raise ValueError(f"bucket {bucket} outside 0..{_N_BUCKETS_MAX - 1}")
     return bucket << BUCKET_SHIFT, (bucket + 1) << BUCKET_SHIFT
+
+
+def bucket_slice(sorted_keys: KeyArray, bucket: int) -> tuple[int, int]:
+    """``(start, stop)``: the bucket's keys are ``sorted_keys[start:stop]``.
+
+    Bounds are compared as ``uint64`` (a Python list of ints would be compared
+    as float64, which cannot tell 2**55 from 2**55 + 1); the top bucket's upper
+    bound, 2**64, is the end of the array.
+    """
+    lo, hi = bucket_range(bucket)
+    start = int(np.searchsorted(sorted_keys, np.uint64(lo)))
+    stop = len(sorted_keys) if hi > FP_MAX else int(np.searchsorted(sorted_keys, np.uint64(hi)))
+    return start, stop
 
 
 def as_keys(keys: npt.ArrayLike) -> KeyArray:
@@ -170,17 +184,15 @@ class MemorySeen:
         return self._count
 
     def export_bucket(self, bucket: int) -> KeyArray:
-        lo, hi = bucket_range(bucket)
-        parts = [lvl[np.searchsorted(lvl, lo) : np.searchsorted(lvl, hi)] for lvl in self._levels]
+        parts = [lvl[slice(*bucket_slice(lvl, bucket))] for lvl in self._levels]
         out = np.concatenate(parts) if parts else _EMPTY.copy()
         out.sort()
         return out
 
     def drop_bucket(self, bucket: int) -> int:
-        lo, hi = bucket_range(bucket)
         dropped = 0
         for i, lvl in enumerate(self._levels):
-            start, stop = np.searchsorted(lvl, lo), np.searchsorted(lvl, hi)
+            start, stop = bucket_slice(lvl, bucket)
             if stop > start:
                 dropped += int(stop - start)
                 self._levels[i] = np.concatenate((lvl[:start], lvl[stop:]))

@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from webgather.errors import CorruptState, StoreError
-from webgather.frontier.seen import KeyArray, MaskArray, MemorySeen, as_keys, bucket_range
+from webgather.frontier.seen import KeyArray, MaskArray, MemorySeen, as_keys, bucket_slice
 
 __all__ = ["DiskSeen"]
 
@@ -99,10 +99,9 @@ class DiskSeen:
         return len(self._mem) + self._on_disk
 
     def export_bucket(self, bucket: int) -> KeyArray:
-        lo, hi = bucket_range(bucket)
         parts = [self._mem.export_bucket(bucket)]
         for run in self._runs:
-            start, stop = np.searchsorted(run.keys, [lo, hi])
+            start, stop = bucket_slice(run.keys, bucket)
             parts.append(np.array(run.keys[start:stop], dtype=np.uint64))
         out = np.concatenate(parts)
         out.sort()
@@ -110,10 +109,9 @@ class DiskSeen:
 
     def drop_bucket(self, bucket: int) -> int:
         """Remove the bucket's keys; each affected run is rewritten atomically."""
-        lo, hi = bucket_range(bucket)
         dropped = self._mem.drop_bucket(bucket)
         for run in list(self._runs):
-            start, stop = (int(i) for i in np.searchsorted(run.keys, [lo, hi]))
+            start, stop = bucket_slice(run.keys, bucket)
             if stop > start:
                 dropped += stop - start
                 self._rewrite_without(run, start, stop)
