@@ -238,7 +238,11 @@ class Frontier:
                 self.persist.accepted(clock.host, self.accepted[clock.host])
 
     def drop_bucket(self, bucket: int) -> int:
-        """Forget the bucket: its queued items, seen keys and idle hosts. Returns items removed."""
+        """Forget the bucket: its queued items, seen keys and idle hosts. Returns items removed.
+
+        Items of the bucket still in flight stay so: complete them as usual
+        (a retry would queue one here again; hand a bucket over when idle).
+        """
         self._check_bucket(bucket)
         if self.persist is not None:
             self.persist.spill(self.last_now)  # the journal must not bring the bucket's keys back

@@ -168,7 +168,8 @@ class SqliteQueues:
             return [entry[2] for entry in heapq.nsmallest(limit, h.heap)]
         self._write_rows()
         taken = self._taken
-        rows = [r for r in self._select(h.id, _UNLOADED, -1) if unsigned64(r[3]) not in taken]
+        fetch = -1 if limit is None else limit + len(taken)  # rows in flight are skipped
+        rows = [r for r in self._select(h.id, _UNLOADED, fetch) if unsigned64(r[3]) not in taken]
         return [_item(r) for r in rows[:limit]]
 
     def commit(self) -> None:

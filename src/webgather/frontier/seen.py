@@ -128,7 +128,7 @@ class SeenSet(Protocol):
 
 def _member(level: KeyArray, queries: KeyArray) -> MaskArray:
     """Mask of ``queries`` present in the sorted array ``level``."""
-    idx = np.searchsorted(level, queries)
+    idx = level.searchsorted(queries)
     np.minimum(idx, len(level) - 1, out=idx)
     return np.asarray(level[idx] == queries)
 

@@ -152,7 +152,7 @@ class DiskSeen:
         found = np.zeros(len(sorted_keys), dtype=bool)
         for run in self._runs:
             keys = run.keys
-            idx = np.searchsorted(keys, sorted_keys)
+            idx = keys.searchsorted(sorted_keys)
             np.minimum(idx, len(keys) - 1, out=idx)
             found |= keys[idx] == sorted_keys
         return found
