@@ -258,8 +258,16 @@ class Politeness:
         elif now < st.next_allowed_at:
             st.where = _WAITING
             heapq.heappush(self._waiting, (st.next_allowed_at, st.stamp, st.host))
+            if len(self._waiting) > 4 * len(self._hosts) + 1024:
+                self._compact_waiting()
         else:
             self._push_ready(st)
+
+    def _compact_waiting(self) -> None:
+        """Drop stale entries (a host deferred to infinity and released leaves one forever)."""
+        hosts = self._hosts
+        self._waiting = [e for e in self._waiting if (st := hosts.get(e[2])) is not None and st.stamp == e[1]]
+        heapq.heapify(self._waiting)
 
     def _push_ready(self, st: HostState) -> None:
         st.where = _READY

@@ -199,3 +199,14 @@ def test_counts_split_hosts_into_ready_and_waiting() -> None:
     p.complete("a", 1.0)
     counts = p.counts(2.0)
     assert counts == {"hosts_total": 2, "hosts_ready": 1, "hosts_waiting": 1, "hosts_backed_off": 0}
+
+
+def test_stale_waiting_entries_do_not_pile_up() -> None:
+    p = make(min_delay_s=0.0)
+    for round_ in range(50):
+        for h in range(40):
+            p.set_head(f"h{h}", 0.0, 0.0)
+            p.defer(f"h{h}", math.inf, 0.0)
+            p.defer(f"h{h}", 1e9 + round_, 0.0)
+    assert len(p._waiting) <= 4 * 40 + 1024 + 1
+    assert p.next_ready(1e9 + 49)[0] is not None
