@@ -49,8 +49,12 @@ def _main(args: argparse.Namespace) -> int:
     options = AnalysisOptions(
         sample_sources=args.sample, seed=args.seed, top_k=args.top, interval_s=args.interval_s
     )
+    clock = SystemClock()
+    started = clock.monotonic()
     graph, table = load_crawl(directory)
-    analysis = analyze(graph, table, options, timer=SystemClock().monotonic)
+    read_s = round(clock.monotonic() - started, 3)
+    analysis = analyze(graph, table, options, timer=clock.monotonic)
+    analysis.timings_s = {"read_logs": read_s, **analysis.timings_s}
     title = f"webgather analysis of {directory}"
     written = write_report(analysis, out, title)
     print(summary_text(analysis, title), end="")

@@ -101,5 +101,18 @@ def test_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         cli.main(["analyze", str(tmp_path), "--sample", "0"])
 
 
+def test_a_corrupt_log_line_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _crawl(tmp_path)
+    log = tmp_path / "nodes" / "n1" / "crawl.log.jsonl"
+    lines = log.read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:3] + ["{not json\n"] + lines[3:]))
+    assert cli.main(["analyze", str(tmp_path)]) == 2
+    assert "crawl.log.jsonl:4: not a JSON line" in capsys.readouterr().err
+    (tmp_path / "report").write_text("a file where the report directory should go")
+    log.write_text("".join(lines))
+    assert cli.main(["analyze", str(tmp_path)]) == 2
+    assert "cannot write the report" in capsys.readouterr().err
+
+
 def test_analyze_is_registered() -> None:
     assert "webgather.commands.analyze" in cli.COMMAND_MODULES
