@@ -19,7 +19,13 @@ recipe, made exact):
 5. Enumeration through inverted lists (fan -> centers, center -> fans),
    a-priori style: a set ``S`` of centers (ascending ids) with fans ``F(S)``
    (the fans linking to all of ``S``, ``|F(S)| >= i``) is extended by each
-   center ``c > max(S)`` linked from at least ``i`` fans of ``F(S)``.
+   center ``c > max(S)`` linked from at least ``i`` fans of ``F(S)``. The
+   pairs (the level where candidates are most numerous) come at once from
+   sparse products ``centers x fans @ fans x centers`` (co-citation counts),
+   in blocks of bounded work; larger sets grow one set at a time.
+
+Not done: Kumar et al. also dropped mirrored and near-duplicate fans
+(shingles); pages here are URLs and duplicate content is not detected.
 
 A core is counted once per center set ``C`` of size ``j``: its fans are all
 of ``F(C)``, and it counts when ``|F(C)| >= i`` (so a K(5,3) is one core with
