@@ -34,6 +34,7 @@ __all__ = [
     "ScopeConfig",
     "StoreConfig",
     "load",
+    "to_toml",
 ]
 
 PRECEDENCE = ("defaults", "file", "env", "cli")
@@ -165,6 +166,37 @@ def load(
     config = _build(CrawlConfig, merged, "")
     _validate(config)
     return config
+
+
+def to_toml(config: CrawlConfig) -> str:
+    """The config as a TOML file that :func:`load` reads back to an equal config."""
+    top: list[str] = []
+    sections: list[str] = []
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if dataclasses.is_dataclass(value):
+            body = [_toml_line(g.name, getattr(value, g.name)) for g in dataclasses.fields(value)]
+            sections.append(f"[{f.name}]\n" + "".join(line for line in body if line))
+        else:
+            top.append(_toml_line(f.name, value))
+    return "".join(line for line in top if line) + "\n" + "\n".join(sections)
+
+
+def _toml_line(name: str, value: Any) -> str:
+    if value is None:
+        return ""  # absent means the default None
+    if isinstance(value, bool):
+        return f"{name} = {'true' if value else 'false'}\n"
+    if isinstance(value, (int, float)):
+        return f"{name} = {value!r}\n"
+    if isinstance(value, tuple):
+        return f"{name} = [{', '.join(_toml_string(str(v)) for v in value)}]\n"
+    return f"{name} = {_toml_string(str(value))}\n"
+
+
+def _toml_string(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

@@ -251,6 +251,10 @@ class HttpClient:
                 trust_env=False,
                 headers=self._base_headers,
             )
+            # aiohttp silently re-sends an idempotent request once when a reused connection
+            # drops (RFC 9112 9.3.1 allows it). Our retry policy owns retries, with backoff and
+            # politeness; an immediate hidden second request would break both. No public knob.
+            self._session._retry_connection = False
         return self._session
 
     async def _exchange(self, target: URL, extra: Headers, draft: _Draft) -> None:

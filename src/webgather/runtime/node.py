@@ -239,7 +239,10 @@ class CrawlNode:
             parts.frontier.defer_host(host, parts.clock.monotonic())
             return
         await self._learn_ip(host)
-        outcome = await fetch_robots(origin, parts.http.fetch, parts.config.fetch.user_agent, parts.config.robots.max_bytes)
+        outcome = await fetch_robots(
+            origin, parts.http.fetch, parts.config.fetch.user_agent, parts.config.robots.max_bytes,
+            hop_delay_s=parts.config.politeness.min_delay_s,
+        )
         for result in outcome.results:
             self.stats.robots_fetches += 1
             await parts.writer.write(result, _robots_entry(result, self.node_id), None)
@@ -262,13 +265,14 @@ class CrawlNode:
                 self._drop_host(host, "robots_unavailable", "robots.txt failed repeatedly")
             else:
                 self._robots_pending += 1  # the retry below still owes the host an answer
-                asyncio.get_running_loop().call_later(parts.config.robots.error_retry_s, self._retry_robots, host, origin)
+                retry_s = max(parts.config.robots.error_retry_s, parts.config.politeness.min_delay_s)
+                asyncio.get_running_loop().call_later(retry_s, self._retry_robots, host, origin)
             return
         parts.robots.record_rules(host, rules, now)
-        delay = rules.crawl_delay_s
+        delay = min(rules.crawl_delay_s or 0.0, parts.config.politeness.max_crawl_delay_s)
         if delay:
-            parts.frontier.set_crawl_delay(host, min(delay, parts.config.politeness.max_crawl_delay_s))
-        parts.frontier.defer_host(host, now + parts.config.politeness.min_delay_s)
+            parts.frontier.set_crawl_delay(host, delay)
+        parts.frontier.defer_host(host, now + max(delay, parts.config.politeness.min_delay_s))
         self._enqueue_sitemaps(rules.sitemaps)
 
     def _retry_robots(self, host: str, origin: str) -> None:

@@ -12,6 +12,7 @@ helps nobody).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -39,11 +40,17 @@ async def fetch_robots(
     fetch: Callable[[str], Awaitable[FetchResult]],
     user_agent: str,
     max_bytes: int,
+    hop_delay_s: float = 0.0,
 ) -> RobotsOutcome:
-    """Fetch ``origin + /robots.txt`` following redirects; classify per RFC 9309."""
+    """Fetch ``origin + /robots.txt`` following redirects; classify per RFC 9309.
+
+    Redirect hops are ``hop_delay_s`` apart: they are requests like any other.
+    """
     url = origin + "/robots.txt"
     results: list[FetchResult] = []
-    for _hop in range(MAX_ROBOTS_REDIRECTS + 1):
+    for hop in range(MAX_ROBOTS_REDIRECTS + 1):
+        if hop and hop_delay_s > 0:
+            await asyncio.sleep(hop_delay_s)
         result = await fetch(url)
         results.append(result)
         status = result.status
