@@ -48,7 +48,8 @@ def out_degrees(rng: np.random.Generator, n_pages: int, n_links: int, fetched: n
     alpha = 2.7
     raw = (rng.pareto(alpha - 1.0, n_pages) + 1.0) * fetched
     raw = np.minimum(raw, 200.0 * n_links / n_pages)
-    return np.floor(raw * n_links / raw.sum()).astype(np.int64)
+    degrees: np.ndarray = np.floor(raw * n_links / raw.sum()).astype(np.int64)
+    return degrees
 
 
 def targets(rng: np.random.Generator, src: np.ndarray, page_host: np.ndarray, starts: np.ndarray) -> np.ndarray:
@@ -62,7 +63,8 @@ def targets(rng: np.random.Generator, src: np.ndarray, page_host: np.ndarray, st
     lo = np.where(same, lo, 0.0)
     hi = np.where(same, hi, cum[-1])
     draw = lo + rng.random(src.size) * (hi - lo)
-    return np.minimum(np.searchsorted(cum, draw, side="right"), page_host.size - 1)
+    found: np.ndarray = np.minimum(np.searchsorted(cum, draw, side="right"), page_host.size - 1)
+    return found
 
 
 def planted_cores(rng: np.random.Generator, page_host: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
