@@ -20,12 +20,14 @@ import random
 import shutil
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 import numpy as np
 
 from webgather.config import StoreConfig
 from webgather.fetch.model import FetchResult
+from webgather.store import gzmember
 from webgather.store import warc as warc_module
 from webgather.store.crawllog import CrawlLog
 from webgather.store.linklog import EDGE_DTYPE, LinkLog, read_link_graph
@@ -33,6 +35,7 @@ from webgather.store.warc import Archive
 from webgather.store.writer import ArchiveWriter
 from webgather.urls import fingerprint, host_key
 
+DEFAULT_DEFLATER = gzmember._deflater
 PAGE_BYTES = 13 * 1024
 LINKS_PER_PAGE = 25
 NAV = (
@@ -74,8 +77,18 @@ def make_pages(count: int, seed: int = 1) -> list[tuple[FetchResult, dict[str, o
     return pages
 
 
-def bench_direct(pages: list, out: Path, level: int) -> tuple[float, float, int]:
-    warc_module.GZIP_LEVEL = level
+def use_deflate(backend: str) -> str:
+    """Switch the archive's deflate: "default" (isal level 1 when installed) or "zlib-N"."""
+    if backend == "default":
+        gzmember._deflater = DEFAULT_DEFLATER
+        warc_module.GZIP_LEVEL = None
+        return f"{gzmember.DEFLATE_BACKEND} level {gzmember.DEFAULT_LEVEL}"
+    gzmember._deflater = zlib
+    warc_module.GZIP_LEVEL = int(backend.split("-")[1])
+    return f"zlib {zlib.ZLIB_RUNTIME_VERSION} level {warc_module.GZIP_LEVEL}"
+
+
+def bench_direct(pages: list, out: Path) -> tuple[float, float, int]:
     archive = Archive.open(out, "bench", StoreConfig())
     log = CrawlLog.open(out / "crawl.log.jsonl")
     links = LinkLog.open(out)
@@ -110,7 +123,6 @@ def bench_warcio(pages: list) -> tuple[float, float]:
 
 
 def bench_writer(pages: list, out: Path) -> tuple[float, float, float]:
-    warc_module.GZIP_LEVEL = 6
     writer = ArchiveWriter.open(out, "bench", StoreConfig(), queue_max_items=1024)
     wall0, cpu0 = time.perf_counter(), time.thread_time()
     for result, entry, page_links in pages:
@@ -152,9 +164,10 @@ def main() -> None:
     print(f"{args.pages} pages of {body_bytes / 1024:.1f} KiB, {LINKS_PER_PAGE} links each")
     root = Path(tempfile.mkdtemp(prefix="store-bench-"))
     try:
-        for level in (1, 6):
-            wall, cpu, size = bench_direct(pages, root / f"direct{level}", level)
-            print(f"direct, gzip level {level}: {len(pages) / wall:,.0f} pages/s, {cpu / len(pages) * 1e6:,.0f} CPU us/page, "
+        for backend in ("zlib-1", "zlib-6", "default"):
+            name = use_deflate(backend)
+            wall, cpu, size = bench_direct(pages, root / backend)
+            print(f"direct, {name}: {len(pages) / wall:,.0f} pages/s, {cpu / len(pages) * 1e6:,.0f} CPU us/page, "
                   f"WARC {size / len(pages) / 1024:.1f} KiB/page")
         wall, cpu = bench_warcio(pages)
         print(f"warcio WARCWriter (records only, no logs): {len(pages) / wall:,.0f} pages/s, {cpu / len(pages) * 1e6:,.0f} CPU us/page")

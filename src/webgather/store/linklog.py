@@ -30,7 +30,6 @@ ANCHORS_NAME = "anchors.jsonl.gz"
 EDGE_DTYPE = np.dtype([("src", "<u8"), ("dst", "<u8"), ("src_host", "<u8"), ("dst_host", "<u8")])
 Link = tuple[str, int, int, str, bool]
 """(dst_url, dst_fp, dst_host_fp, anchor_text, nofollow)."""
-_ANCHORS_LEVEL = 6
 
 
 class LinkLog:
@@ -94,7 +93,7 @@ class LinkLog:
                 raise StoreError(f"link fingerprints must be unsigned 64-bit integers: {exc}") from None
             self._write(self._edges_fd, edges.tobytes(), LINKS_NAME)
         if lines:
-            member, _ = gzip_unit(["".join(lines).encode("utf-8", "surrogatepass")], _ANCHORS_LEVEL)
+            member, _ = gzip_unit(["".join(lines).encode("utf-8", "surrogatepass")])
             self._write(self._anchors_fd, member, ANCHORS_NAME)
 
     def close(self) -> None:

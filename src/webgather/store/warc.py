@@ -32,8 +32,8 @@ from webgather.store.recovery import repair_index, repair_warc
 __all__ = ["GZIP_LEVEL", "PREFIX", "Archive", "ArchiveRef", "check_fetch", "check_revisit", "random_record_id"]
 
 PREFIX = "webgather"
-GZIP_LEVEL = 6
-"""zlib level of each member (see bench/store_speed.py for the cost per page)."""
+GZIP_LEVEL: int | None = None
+"""Deflate level of each member; None: the backend's default (:mod:`.gzmember`)."""
 _YEAR_10000_S = 253_402_300_800.0
 _NODE_NAME = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
 
