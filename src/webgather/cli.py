@@ -16,6 +16,7 @@ from webgather.errors import WebgatherError
 __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
 COMMAND_MODULES = (
+    "webgather.commands.crawl",
     "webgather.commands.testweb",
     "webgather.commands.analyze",
     "webgather.commands.simulate",

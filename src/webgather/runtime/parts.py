@@ -58,34 +58,53 @@ class RobotsBook:
 
 
 class WriterPort:
-    """Awaitable writes: ``write`` returns once the crawl-log line is handed to the OS."""
+    """Awaitable writes that return once the crawl-log line has reached the OS.
+
+    The frontier commits a page as done right after :meth:`write`; a kill -9
+    between the two must not leave a done page missing from the crawl log. The
+    writer thread buffers log lines, so each write also waits for a flush. The
+    flushes are coalesced: all writes waiting while one flush runs share the next.
+    """
 
     def __init__(self, writer: ArchiveWriter) -> None:
         self.writer = writer
+        self._waiters: list[asyncio.Future[None]] = []
+        self._flusher: asyncio.Task[None] | None = None
 
     async def write(self, result: FetchResult, entry: dict[str, object], links: LinkArgs | None) -> ArchiveRef | None:
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[ArchiveRef | None] = loop.create_future()
-
-        def on_ref(ref: ArchiveRef | None) -> None:
-            loop.call_soon_threadsafe(_settle, done, ref)
-
-        await self.writer.wait_for_room()
         page_links: Sequence[tuple[str, int, int, str, bool]] | None = links[3] if links is not None else None
-        self.writer.submit_fetch(result, entry, page_links, on_ref=on_ref)
-        return await done
+        ref = await self.writer.write(result, entry, page_links)
+        await self._durable()
+        return ref
 
     async def log(self, entry: dict[str, object]) -> None:
         await self.writer.wait_for_room()
         self.writer.submit_log(entry)
+        await self._durable()
 
     def log_nowait(self, entry: dict[str, object]) -> None:
         self.writer.submit_log(entry)
 
+    async def _durable(self) -> None:
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.get_running_loop().create_task(self._flush_waiters())
+        await waiter
 
-def _settle(future: asyncio.Future[ArchiveRef | None], ref: ArchiveRef | None) -> None:
-    if not future.done():
-        future.set_result(ref)
+    async def _flush_waiters(self) -> None:
+        while self._waiters:
+            batch, self._waiters = self._waiters, []
+            try:
+                await self.writer.drain()
+            except Exception as exc:  # the flusher's top loop: every waiter gets the error
+                for waiter in batch:
+                    if not waiter.done():
+                        waiter.set_exception(exc)
+                continue
+            for waiter in batch:
+                if not waiter.done():
+                    waiter.set_result(None)
 
 
 @dataclass
