@@ -29,7 +29,7 @@ import struct
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 from webgather.errors import ConfigError
 from webgather.runtime.clock import Clock, SystemClock
@@ -232,8 +232,7 @@ class _Connection(asyncio.Protocol):
         self.peer = self.local = ""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports are not asyncio subclasses
         peer = transport.get_extra_info("peername")
         local = transport.get_extra_info("sockname")
         self.peer = str(peer[0]) if peer else ""
