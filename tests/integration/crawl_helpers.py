@@ -41,3 +41,18 @@ def fetched_urls(entries: list[dict[str, Any]]) -> Counter[str]:
 
 def write_resolve(server: TestWebServer, directory: Path) -> Path:
     return server.write_resolve_file(directory / "resolve.txt")
+
+
+def verify_warcs(out: Path) -> int:
+    """Read every WARC under ``out`` whole, checking block and payload digests; count responses."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    responses = 0
+    files = sorted(out.rglob("*.warc.gz"))
+    assert files, f"no WARC files under {out}"
+    for path in files:
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream, check_digests="raise"):
+                record.raw_stream.read()
+                responses += record.rec_type == "response"
+    return responses
