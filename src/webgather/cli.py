@@ -17,6 +17,7 @@ __all__ = ["COMMAND_MODULES", "build_parser", "main"]
 
 COMMAND_MODULES = (
     "webgather.commands.crawl",
+    "webgather.commands.demo",
     "webgather.commands.testweb",
     "webgather.commands.analyze",
     "webgather.commands.simulate",

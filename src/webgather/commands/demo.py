@@ -1,0 +1,99 @@
+"""``webgather demo``: serve the bundled synthetic web on loopback and crawl it.
+
+The server runs as a separate process (so its CPU is not the crawler's), on
+addresses in 127.0.0.0/8 only. The crawl's fetched set is then compared with
+the web's own closure (what a correct polite crawler must fetch), exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from webgather.commands.crawl import print_summary, run_main_job
+from webgather.errors import ConfigError
+from webgather.store.crawllog import read_crawl_log
+from webgather.testweb.closure import NOT_FETCHED, crawl_outcomes
+from webgather.testweb.graph import WebModel
+from webgather.testweb.params import WebParams, crawl_config_for
+
+__all__ = ["register"]
+
+SERVER_START_S = 60.0
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("demo", help="serve the synthetic web on loopback, crawl it, check the result")
+    parser.add_argument("--hosts", type=int, default=20)
+    parser.add_argument("--pages-per-host", type=float, default=50.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--out", default="demo-out", help="directory for the crawl (a fresh run each time)")
+    parser.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if (out / "crawl").exists():
+        raise ConfigError(f"{out / 'crawl'} exists: remove it or pass another --out (a demo starts fresh)")
+    params = WebParams.for_tests(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host)
+    server, port = _start_server(args, out / "testweb")
+    try:
+        model = WebModel(dataclasses.replace(params, port=port))
+        seed = model.home_url(0)
+        config = crawl_config_for(model.params, (seed,))
+        config = dataclasses.replace(
+            config, out_dir=str(out / "crawl"), progress=True,
+            fetch=dataclasses.replace(config.fetch, concurrency=args.concurrency, resolve_file=str(out / "testweb" / "resolve.txt")),
+        )
+        print(f"crawling {seed} ({args.hosts} hosts, about {model.n_pages} pages) into {out / 'crawl'}", flush=True)
+        summary = run_main_job(config, [seed])
+    finally:
+        _stop_server(server)
+    print_summary(summary)
+    return _compare(model, seed, config, out / "crawl")
+
+
+def _start_server(args: argparse.Namespace, directory: Path) -> tuple[subprocess.Popen[str], int]:
+    command = [
+        sys.executable, "-m", "webgather", "testweb", "serve", "--preset", "test", "--hosts", str(args.hosts),
+        "--pages-per-host", str(args.pages_per_host), "--seed", str(args.seed), "--out", str(directory),
+    ]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert server.stdout is not None
+    for line in server.stdout:
+        if " port " in line:
+            return server, int(line.rsplit(" port ", 1)[1])
+    _stop_server(server)
+    raise ConfigError("the synthetic web server did not start (see its messages above)")
+
+
+def _stop_server(server: subprocess.Popen[str]) -> None:
+    if server.poll() is None:
+        os.kill(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.kill(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+def _compare(model: WebModel, seed: str, config: Any, crawl_dir: Path) -> int:
+    import time
+
+    expected = crawl_outcomes(model, [seed], config, now_s=time.time())
+    fetched = {
+        e["url"] for e in read_crawl_log(crawl_dir / "crawl.log.jsonl")
+        if not e.get("retry") and e.get("kind") in ("page", "sitemap") and e.get("error") not in NOT_FETCHED
+    }
+    missing, extra = expected.fetched - fetched, fetched - expected.fetched
+    verdict = "exact match" if not missing and not extra else f"{len(missing)} missing, {len(extra)} extra"
+    print(f"closure check: fetched {len(fetched)} URLs; the web's closure from the seed has {len(expected.fetched)}: {verdict}")
+    print(f"next: webgather analyze {crawl_dir}")
+    return 0 if not missing and not extra else 1
