@@ -9,8 +9,9 @@ docs/contracts.md under the crawl directory (``warc/*.warc.gz`` with
 (:func:`read_crawl_log`, :func:`read_edges`, :func:`read_anchors`,
 :func:`read_link_graph`, :func:`read_index`).
 
-Called by ``runtime`` (the node's pipeline submits every fetch to one
-:class:`ArchiveWriter`, whose background thread owns the files) and by the
+Called by ``runtime`` (the node's pipeline hands every fetch to one
+:class:`ArchiveWriter` - ``await writer.write(result, log_entry, links)`` or
+``submit_fetch`` - whose background thread owns the files) and by the
 analysis commands (the readers). Record building (:mod:`.records`), SURT keys
 and CDXJ lines (:mod:`.cdxj`) are pure; the rest is the thin file-IO shell.
 Every write is crash-safe in the sense of docs/contracts.md: after a kill -9 a

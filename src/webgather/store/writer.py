@@ -63,6 +63,11 @@ class _Job:
     """Settled when the job is done: None for a flush, the ArchiveRef (or None) for a fetch."""
 
 
+def _copy(links: Sequence[Link] | None) -> Sequence[Link] | None:
+    """The caller may reuse its list once submit returns."""
+    return None if links is None else tuple(links)
+
+
 class ArchiveWriter:
     """The store's one entry point for a running node (see the module docstring)."""
 
@@ -101,8 +106,17 @@ class ArchiveWriter:
             raise StoreError("queue_max_items must be >= 1 and idle_flush_s > 0")
         out_dir = Path(out_dir)
         archive = Archive.open(out_dir, node, config, ids=ids, now_iso=now_iso)
-        crawl_log = CrawlLog.open(out_dir / CRAWL_LOG_NAME)
-        link_log = LinkLog.open(out_dir) if config.write_link_log else None
+        try:
+            crawl_log = CrawlLog.open(out_dir / CRAWL_LOG_NAME)
+        except BaseException:
+            archive.close()
+            raise
+        try:
+            link_log = LinkLog.open(out_dir) if config.write_link_log else None
+        except BaseException:
+            archive.close()
+            crawl_log.close()
+            raise
         return cls(archive, crawl_log, link_log, queue_max_items, idle_flush_s)
 
     def submit_fetch(
@@ -117,7 +131,7 @@ class ArchiveWriter:
         ``warc_file``, ``warc_offset``, ``warc_length``, ``digest``, and record
         ``links`` (None: the page was not parsed). A result the archive cannot
         take (e.g. ``started_at`` not a time) raises :class:`StoreError` here."""
-        self._put(_Job("fetch", check_fetch(result), dict(log_entry), links, on_ref))
+        self._put(_Job("fetch", check_fetch(result), dict(log_entry), _copy(links), on_ref))
 
     def submit_revisit(
         self,
@@ -145,7 +159,7 @@ class ArchiveWriter:
         the next flush (every N entries, :meth:`drain`, or when idle).
         """
         done: Future[ArchiveRef | None] = Future()
-        await self._put_async(_Job("fetch", check_fetch(result), dict(log_entry), links, done=done))
+        await self._put_async(_Job("fetch", check_fetch(result), dict(log_entry), _copy(links), done=done))
         return await asyncio.wrap_future(done)
 
     async def write_revisit(
