@@ -250,3 +250,33 @@ async def test_conditional_requests_unknown_hosts_and_head() -> None:
             async with session.get(f"http://{address}:{srv.port}/", headers={"Host": "nowhere.test"}) as misdirected:
                 assert misdirected.status == 421
     assert srv.records and all(r.local.startswith("127.0.") for r in srv.records)
+
+
+def test_cli_serve_prints_where_it_listens_and_stops_on_sigterm(tmp_path: Any) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "webgather.testweb", "serve", "--hosts", "3", "--pages-per-host", "5",
+               "--preset", "test", "--out", str(tmp_path)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        lines = [process.stdout.readline() for _ in range(4)]
+        port = int(lines[1].rsplit(" ", 1)[1])
+        resolve = (tmp_path / "resolve.txt").read_text().split()
+        assert lines[3].startswith("seed: http://h0001.web.test:") and resolve[0] == "h0001.web.test"
+        with socket.create_connection((resolve[1], port), timeout=5) as conn:
+            conn.sendall(f"GET /robots.txt HTTP/1.1\r\nHost: h0001.web.test:{port}\r\nConnection: close\r\n\r\n".encode())
+            reply = b""
+            while chunk := conn.recv(65536):
+                reply += chunk
+        assert reply.startswith(b"HTTP/1.1 200 OK") and b"User-agent: *" in reply
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
