@@ -6,17 +6,22 @@ returns at once. Data flow: ``add(items)`` seen-tests a batch (keys
 new items per host; ``next_ready(now)`` hands out an item whose host and IP may
 be fetched now; ``complete``/``retry`` end a fetch and set the host's clock.
 
-Persistence (``state_dir`` given): queued items live in SQLite (WAL; see
-:mod:`webgather.frontier.store`), the seen-set in :class:`DiskSeen` run files,
-and the seen keys added since the last spill in a journal table of the same
-database, so queue and seen-set change in one transaction. The open
-transaction is committed by every ``complete``/``retry`` (a group commit of
-the ``add`` calls before it: the node adds a page's links before completing
-the page) and by ``flush``. After ``kill -9``: everything up to the last commit
-is on disk (SQLite writes it to the OS at commit; no fsync, so an OS crash may
-lose the tail); a page whose completion was not committed is still queued and
-is fetched again, as are the items in flight (``stats()["resumed_in_flight"]``);
-its links are found again then. No completed URL is fetched again and no
+Order: breadth-first (``order="bfs"``): a host's queue is ordered by depth,
+FIFO within a depth, and among ready hosts the shallowest head goes first.
+``order="opic"`` orders by ``CrawlItem.priority`` as the caller sets it; the
+OPIC cash accounting itself is not implemented here.
+
+Persistence (``state_dir`` given; details in :mod:`webgather.frontier.persist`):
+queued items live in SQLite, the seen-set in :class:`DiskSeen` run files, and
+every change since the last checkpoint in a redo journal. ``complete`` and
+``retry`` write the journal record holding every change since the previous
+one (the group commit: the node adds a page's links before completing the
+page), one ``os.write`` into the OS; a checkpoint moves it all into SQLite
+every ``checkpoint_interval_s`` of the caller's clock. After ``kill -9``:
+everything up to the last record survives (not fsynced: an OS crash may lose
+the tail); a page whose completion was not written is still queued and is
+fetched again, as are the items in flight (``stats()["resumed_in_flight"]``),
+and its links are found again then. No completed URL is fetched again and no
 discovered URL is lost. Politeness clocks start afresh after a restart (the
 monotonic clock does too); a host's accepted count survives.
 """
@@ -38,7 +43,7 @@ from webgather.frontier.bucket import BucketState, HostClock
 from webgather.frontier.model import CrawlItem
 from webgather.frontier.policy import Politeness
 from webgather.frontier.queues import HostQueues, MemoryQueues
-from webgather.frontier.seen import CachedSeen, MemorySeen, SeenSet, seen_keys
+from webgather.frontier.seen import CachedSeen, KeyArray, MemorySeen, SeenSet, seen_keys
 from webgather.urls import host_key
 
 if TYPE_CHECKING:
@@ -102,8 +107,7 @@ class Frontier:
         hosts = self._hosts_of(items)
         cache, new_bucket = self.bucket_of_host, self._new_bucket
         buckets = [cache[h] if h in cache else new_bucket(h) for h in hosts]
-        fps = np.fromiter((it.fp for it in items), dtype=np.uint64, count=len(items))
-        keys = seen_keys(np.array(buckets, dtype=np.uint64), fps)
+        keys = seen_keys(np.array(buckets, dtype=np.uint64), _fingerprints(items))
         new_mask = self.seen.add_many(keys)
         new_idx = np.flatnonzero(new_mask).tolist()
         if not new_idx:
@@ -214,7 +218,7 @@ class Frontier:
         for clock in state.hosts:
             self._adopt_clock(clock, now)
         keys = np.asarray(state.seen_keys, dtype=np.uint64)
-        fps = np.fromiter((it.fp for it in state.items), dtype=np.uint64, count=len(state.items))
+        fps = _fingerprints(state.items)
         item_keys = seen_keys(np.full(len(fps), state.bucket, dtype=np.uint64), fps)
         fresh = ~self.seen.contains_many(item_keys)
         all_keys = np.concatenate((keys, item_keys))
@@ -360,3 +364,11 @@ class Frontier:
     def _check_bucket(self, bucket: int) -> None:
         if not 0 <= bucket < self.n_buckets:
             raise FrontierError(f"bucket {bucket} outside 0..{self.n_buckets - 1}")
+
+
+def _fingerprints(items: Sequence[CrawlItem]) -> KeyArray:
+    try:
+        return np.fromiter((it.fp for it in items), dtype=np.uint64, count=len(items))
+    except (TypeError, ValueError, OverflowError):
+        bad = next(it for it in items if not (isinstance(it.fp, int) and 0 <= it.fp < 1 << 64))
+        raise FrontierError(f"fingerprint of {bad.url!r} is not an unsigned 64-bit int: {bad.fp!r}") from None

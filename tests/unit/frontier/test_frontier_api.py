@@ -144,6 +144,9 @@ def test_misuse_raises_frontier_errors(open_frontier) -> None:  # type: ignore[n
     with pytest.raises(FrontierError):
         f.add([CrawlItem("not a url", 1)], 0.0)
     with pytest.raises(FrontierError):
+        f.add([item("http://a.test/"), CrawlItem("http://a.test/x", -5)], 0.0)
+    assert f.pending() == 0
+    with pytest.raises(FrontierError):
         f.export_bucket(64)
     with pytest.raises(ConfigError):
         Frontier.open(None, FrontierConfig(), POLITE, n_buckets=5000)
