@@ -1,0 +1,16 @@
+"""Incremental re-crawl: keep a crawled collection fresh at a fraction of the cost.
+
+Data flow. Every final fetch of a node passes through :class:`~.hooks.RecrawlHooks`
+(installed in :class:`~webgather.runtime.node.CrawlNode`): it sends the
+page's validators (If-None-Match, If-Modified-Since), turns a 304 or a 200
+whose payload digest is unchanged into a WARC revisit record pointing at the
+original response, computes a SimHash of changed text and looks it up for
+near-duplicates, and records the visit in the node's per-URL state
+(:mod:`.state`, ``DIR/state/urls.sqlite``): validators, digest, SimHash, the
+history of (interval, changed) observations, the change-rate estimate
+(:mod:`.estimate`), dead marks. A cycle (:mod:`.cycle`) reads that state,
+lets a revisit policy (:mod:`.policy`) pick the pages due under the cycle's
+fetch budget, queues them in the frontier past its seen-test, and runs the
+node; never-seen URLs share the budget. Pure: estimate, policy, simhash,
+observe. IO: state, hooks, cycle.
+"""
