@@ -63,8 +63,8 @@ def _params(args: argparse.Namespace, port: int) -> WebParams:
         raise ConfigError("--hosts and --pages-per-host must be >= 1")
     values = dict(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host, port=port)
     if args.preset == "test":
-        return WebParams.for_tests(**values)  # type: ignore[arg-type]
-    return WebParams(**values)  # type: ignore[arg-type]
+        return WebParams.for_tests(**values)
+    return WebParams(**values)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -46,7 +46,7 @@ def simple_html(title: str, links: tuple[str, ...] = (), meta: str = "", filler:
 
 def fixture_response(core: Core, host: int, target: Target, port_suffix: str) -> Response | None:
     """The answer for a fixture URL, or None if no such fixture exists on ``host``."""
-    kind, k = target.kind, target.index
+    kind, k = target.kind, target.number
     if kind == "witness":
         if k >= core.hosts.fixture_count(host, target.sub):
             return None
@@ -75,7 +75,7 @@ def _page(core: Core, host: int, port_suffix: str, target: Target, title: str,
 
 
 def _path_of(core: Core, target: Target) -> str:
-    kind, k = target.kind, target.index
+    kind, k = target.kind, target.number
     if kind == "witness":
         return f"/w/{target.sub}/{k}"
     if kind == "private" and target.step == 1:
@@ -120,7 +120,7 @@ def _replace(response: Response, **changes: object) -> Response:
 
 def _redirect(core: Core, host: int, target: Target, port_suffix: str, key: int) -> Response | None:
     p = core.params
-    kind, k, step = target.kind, target.index, target.step
+    kind, k, step = target.kind, target.number, target.step
     here = core.url(host, _redirect_path(kind, k, step), port_suffix)
     if kind == "moved":
         return _to(here, 301, core.url(host, content_path(key % int(core.hosts.pages[host])), port_suffix), None)
@@ -128,13 +128,13 @@ def _redirect(core: Core, host: int, target: Target, port_suffix: str, key: int)
         other = (host + 1 + (key >> 8) % core.hosts.n_hosts) % core.hosts.n_hosts
         if k % 2 == 1 and other != host:
             return _to(here, 302, core.url(other, "/", port_suffix), None)
-        path = content_path(key % int(core.hosts.pages[host]))
-        return _to(here, 302, core.url(host, path, port_suffix), path)
+        page_path = content_path(key % int(core.hosts.pages[host]))
+        return _to(here, 302, core.url(host, page_path, port_suffix), page_path)
     if kind == "self_redirect":
         return _to(here, 301, here, None)
     if kind == "loop":
-        other = _redirect_path(kind, k, 1 - step)
-        return _to(here, 302, core.url(host, other, port_suffix), other)
+        back = _redirect_path(kind, k, 1 - step)
+        return _to(here, 302, core.url(host, back, port_suffix), back)
     hops = 2 + key % (p.max_chain_hops - 1) if kind == "chain" else p.long_chain_hops
     if step == END:
         return _page(core, host, port_suffix, target, f"End of {kind} {k}", ())
@@ -161,7 +161,7 @@ def _to(url: str, status: int, location: str, relative: str | None) -> Response:
 
 
 def _trap(core: Core, host: int, target: Target, port_suffix: str) -> Response:
-    k, level = target.index, target.step
+    k, level = target.number, target.step
     if target.kind == "calendar":
         path = f"/cal/{k}" + "/next" * level
         links = [path + "/next", "/"] + ([path[: -len("/next")]] if level else [])
@@ -206,7 +206,7 @@ def _png(text: str) -> bytes:
 
 
 def _bomb(core: Core, host: int, target: Target, port_suffix: str, witness: tuple[str, ...]) -> Response:
-    url = core.url(host, fixture_path("bomb", target.index), port_suffix)
+    url = core.url(host, fixture_path("bomb", target.number), port_suffix)
     size = core.params.bomb_decoded_bytes
     memo_key = ("bomb", url)
     body = core.memo.get(memo_key)

@@ -130,18 +130,18 @@ class WebModel:
         target = parse_path(path, p.seed, p.trap_segment_chars)
         kind = target.kind
         if kind == "content":
-            if target.index >= int(self.hosts.pages[host]):
+            if target.number >= int(self.hosts.pages[host]):
                 return None
-            return render_content(self.core, content_info(self.core, host, target.index), suffix, now_s, body)
+            return render_content(self.core, content_info(self.core, host, target.number), suffix, now_s, body)
         if kind in ("robots", "robots_alt"):
             return robots_response(self.core, host, suffix, kind == "robots_alt")
         if kind == "sitemap":
             answer = sitemap_response(self.core, host, suffix)
             return answer if answer.status == 200 else None
         if kind == "nofollow":
-            if target.index >= int(self.hosts.pages[host]) or not self.info(host, target.index).nofollow:
+            if target.number >= int(self.hosts.pages[host]) or not self.info(host, target.number).nofollow:
                 return None
-            url = self.core.url(host, f"/nf/{target.index}", suffix)
+            url = self.core.url(host, f"/nf/{target.number}", suffix)
             return Response(url=url, status=200, headers=_HTML, body=simple_html("Sponsored"), fault="nofollow_target")
         if kind == "unknown":
             return None

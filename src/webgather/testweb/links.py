@@ -54,7 +54,8 @@ def page_keys(hosts: HostTable, host_ids: np.ndarray, local: np.ndarray) -> np.n
 
 def is_dying(keys: np.ndarray, local: np.ndarray, params: WebParams) -> np.ndarray:
     """bool: the page dies at a known time (and so carries no links). Home pages never die."""
-    dying: np.ndarray = (unit_arr(derive_arr(keys, S_DYING)) < params.dying_share) & (np.asarray(local) != 0)
+    drawn = unit_arr(derive_arr(keys, S_DYING)) < params.dying_share
+    dying: np.ndarray = np.logical_and(drawn, np.asarray(local) != 0)
     return dying
 
 
@@ -62,7 +63,7 @@ def out_degrees(keys: np.ndarray, local: np.ndarray, params: WebParams) -> np.nd
     """int64 followable content links of each page (0 for dying pages, else at least 1)."""
     u = unit_arr(derive_arr(keys, S_DEGREE))
     raw = lognormal_from_unit_arr(u, params.mean_out_degree, params.out_degree_sigma)
-    degree = np.clip(np.rint(raw), 1, params.max_out_degree).astype(np.int64)
+    degree: np.ndarray = np.clip(np.rint(raw), 1, params.max_out_degree).astype(np.int64)
     degree[is_dying(keys, local, params)] = 0
     return degree
 
@@ -75,8 +76,8 @@ def _rank(u: np.ndarray, n: np.ndarray, a: float) -> np.ndarray:
     else:
         e = 1.0 - a
         x = np.power(1.0 + u * (np.power(n_f + 1.0, e) - 1.0), 1.0 / e)
-    rank: np.ndarray = np.minimum(np.floor(x).astype(np.int64) - 1, n - 1)
-    return np.maximum(rank, 0)
+    rank: np.ndarray = np.maximum(np.minimum(np.floor(x).astype(np.int64) - 1, n - 1), 0)
+    return rank
 
 
 def targets(

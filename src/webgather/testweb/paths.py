@@ -41,7 +41,8 @@ END = -1
 class Target(NamedTuple):
     kind: str
     """"content", a fixture kind, "witness", "nofollow", "robots", "robots_alt", "sitemap", "unknown"."""
-    index: int = 0
+    number: int = 0
+    """Content page index, or the fixture's number on its host."""
     step: int = 0
     """Chain step (END for the landing page), loop side (0 a, 1 b), trap level."""
     sub: str = ""

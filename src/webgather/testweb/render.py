@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from email.utils import formatdate
+from typing import TypeVar
 
 import numpy as np
 
@@ -35,6 +36,7 @@ __all__ = [
 ]
 
 S_PERIOD, S_PHASE, S_CHARSET = 21, 22, 25
+T = TypeVar("T")
 S_GZIP, S_BASE, S_NOFOLLOW, S_TEXT, S_ELEMENT, S_VERSION = 26, 27, 28, 29, 5 << 20, 7 << 20
 
 
@@ -74,7 +76,7 @@ class ContentInfo:
     text_chars: int
 
 
-def _mix_pick(mix: tuple[tuple[object, float], ...], u: float) -> object:
+def _mix_pick(mix: tuple[tuple[T, float], ...], u: float) -> T:
     total = sum(share for _, share in mix)
     acc = 0.0
     for value, share in mix:
@@ -90,17 +92,17 @@ def content_info(core: Core, host: int, index: int) -> ContentInfo:
     keys = page_keys(core.hosts, np.array([host]), local)
     key = int(keys[0])
     degree = int(out_degrees(keys, local, p)[0])
-    period = _mix_pick(p.change_mix, unit(derive(key, S_PERIOD)))  # type: ignore[arg-type]
+    period = _mix_pick(p.change_mix, unit(derive(key, S_PERIOD)))
     base_u = unit(derive(key, S_BASE))
     text_mean = max(300.0, p.mean_page_bytes - 60.0 * p.mean_out_degree - 450.0)
     text = lognormal_from_unit(unit(derive(key, S_TEXT)), text_mean, p.page_bytes_sigma)
     return ContentInfo(
         host=host, index=index, key=key, degree=degree, dying=degree == 0,
-        period_s=None if period is None else float(period),  # type: ignore[arg-type]
-        phase_s=unit(derive(key, S_PHASE)) * (float(period) if period else 0.0),  # type: ignore[arg-type]
+        period_s=None if period is None else float(period),
+        phase_s=unit(derive(key, S_PHASE)) * (float(period) if period else 0.0),
         die_at_s=p.epoch_s + unit(derive(key, S_DIE_AT)) * p.death_horizon_s,
         die_status=404 if derive(key, S_DIE_STATUS) % 2 else 410,
-        charset=str(_mix_pick(p.charset_mix, unit(derive(key, S_CHARSET)))),  # type: ignore[arg-type]
+        charset=str(_mix_pick(p.charset_mix, unit(derive(key, S_CHARSET)))),
         gzip=unit(derive(key, S_GZIP)) < p.gzip_share,
         base=0 if base_u >= p.base_href_share else 1 + int(base_u * 1e6) % 2,
         nofollow=unit(derive(key, S_NOFOLLOW)) < p.nofollow_share,
@@ -210,7 +212,7 @@ def _body(core: Core, info: ContentInfo, title: str, anchors: list[str], extras:
 
 def fixture_entries(core: Core, host: int) -> list[str]:
     """Root-relative paths of the fixtures the home page of ``host`` links to."""
-    paths = []
+    paths: list[str] = []
     for k_kind, kind in enumerate(FIXTURE_KINDS):
         for k in range(int(core.hosts.fixtures[host, k_kind])):
             paths.extend(entry_paths(kind, k))
