@@ -26,6 +26,7 @@ from webgather.errors import ConfigError
 
 __all__ = [
     "PRECEDENCE",
+    "ClusterConfig",
     "CrawlConfig",
     "FetchConfig",
     "FrontierConfig",
@@ -132,6 +133,33 @@ class StoreConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    """Settings of a crawl spread over several nodes (ignored by a one-node crawl)."""
+
+    n_buckets: int = 4096
+    """M of the two-stage mapping: partition key -> bucket (hash mod M) -> node. Fixed per crawl."""
+    partition_by: Literal["host", "ip"] = "host"
+    """Partition key: the host, or its address from fetch.resolve_file (a per-IP cap then holds cluster-wide)."""
+    batch_urls: int = 64
+    """R: a bucket's cross URLs are sent once this many are waiting..."""
+    batch_wait_s: float = 0.05
+    """T: ...or once the oldest has waited this long, whichever comes first."""
+    sent_cache_entries: int = 50_000
+    """Sender-side cache of recently sent URL fingerprints (0: no cache)."""
+    sent_cache_policy: Literal["lru", "clock"] = "clock"
+    heartbeat_s: float = 0.5
+    """How often a node publishes its heartbeat and looks at the bucket table."""
+    member_ttl_s: float = 5.0
+    """A node whose heartbeat is older than this is dead; its buckets are reassigned."""
+    interval_s: float = 10.0
+    """Length of a load-balance interval (pages per node per interval)."""
+    claim_idle_s: float = 30.0
+    """Cross-URL batches delivered this long ago and never acked are re-claimed by the bucket's owner."""
+    handoff_timeout_s: float = 60.0
+    """A bucket taken from a dead node starts empty if no recovered state arrives within this time."""
+
+
+@dataclass(frozen=True, slots=True)
 class CrawlConfig:
     out_dir: str = "crawl-out"
     seeds: tuple[str, ...] = ()
@@ -143,6 +171,7 @@ class CrawlConfig:
     robots: RobotsConfig = field(default_factory=RobotsConfig)
     frontier: FrontierConfig = field(default_factory=FrontierConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
+    cluster: ClusterConfig = field(default_factory=ClusterConfig)
 
 
 def load(
@@ -307,6 +336,11 @@ def _validate(config: CrawlConfig) -> None:
         (config.max_pages is None or config.max_pages >= 1, "max_pages must be >= 1"),
         (config.scope.max_depth is None or config.scope.max_depth >= 0, "scope.max_depth must be >= 0"),
         (config.scope.mode != "domains" or bool(config.scope.domains), 'scope.mode "domains" needs scope.domains'),
+        (1 <= config.cluster.n_buckets <= 4096, "cluster.n_buckets must be in 1..4096"),
+        (config.cluster.batch_urls >= 1 and config.cluster.batch_wait_s >= 0, "cluster.batch_urls must be >= 1, batch_wait_s >= 0"),
+        (config.cluster.sent_cache_entries >= 0, "cluster.sent_cache_entries must be >= 0"),
+        (0 < config.cluster.heartbeat_s < config.cluster.member_ttl_s, "need 0 < cluster.heartbeat_s < cluster.member_ttl_s"),
+        (config.cluster.interval_s > 0, "cluster.interval_s must be > 0"),
     ]
     for ok, message in checks:
         if not ok:
