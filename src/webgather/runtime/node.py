@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import math
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from webgather.fetch.model import FetchResult
@@ -36,7 +36,14 @@ Router = Callable[[list[CrawlItem], float], list[CrawlItem]]
 class CrawlNode:
     """Runs the crawl of the buckets this node owns until its frontier is empty."""
 
-    def __init__(self, parts: NodeParts, *, router: Router | None = None, drain_timeout_s: float = 5.0) -> None:
+    def __init__(self, parts: NodeParts, *, router: Router | None = None, drain_timeout_s: float = 5.0,
+                 linger: bool = False, handle_signals: bool = True,
+                 after_route: Callable[[], Awaitable[None]] | None = None) -> None:
+        """Cluster hooks (defaults: one node): ``linger`` keeps the dispatcher waiting for
+        work when the frontier is empty (a cluster node ends by :meth:`stop`);
+        ``handle_signals`` False leaves SIGINT/SIGTERM to the caller; ``after_route``
+        is awaited after a page's links are routed and before the page completes
+        (a cluster node waits there until its cross URLs are sent)."""
         self.parts = parts
         self.node_id = parts.node_id
         self.stats = parts.stats
@@ -50,6 +57,11 @@ class CrawlNode:
         self._dead_hosts: dict[str, str] = {}
         self._host_fp = HostFingerprints()
         self._slots = asyncio.Semaphore(parts.config.fetch.concurrency)
+        self._linger = linger
+        self._handle_signals = handle_signals
+        self._after_route = after_route
+        self.robots_busy: set[str] = set()
+        """Hosts whose robots.txt request is under way."""
 
     # -- routing ------------------------------------------------------------
     def add_local(self, items: list[CrawlItem], now: float) -> list[CrawlItem]:
@@ -69,6 +81,25 @@ class CrawlNode:
         items = make_items(items, self.parts.scope)
         return len(self._route(items, self.parts.clock.monotonic()))
 
+    # -- cluster hooks --------------------------------------------------------
+    def idle(self) -> bool:
+        """Nothing queued, nothing in flight, no robots.txt pending."""
+        return self._finished()
+
+    def forget_hosts(self, hosts: Iterable[str]) -> None:
+        """These hosts moved to another node: forget their robots state here
+        (a robots retry scheduled for one of them is dropped)."""
+        for host in hosts:
+            self._robots_started.discard(host)
+            self._dead_hosts.pop(host, None)
+
+    def adopt_hosts(self, hosts: Iterable[tuple[str, str]]) -> None:
+        """``(host, sample url)`` pairs whose queued items arrived by hand-off: fetch robots."""
+        for host, sample_url in hosts:
+            if host not in self._robots_started:
+                self._start_robots(host, sample_url)
+        self._wakeup.set()
+
     # -- lifecycle ----------------------------------------------------------
     def stop(self) -> None:
         """Stop dispatching; fetches in flight finish, state is flushed."""
@@ -78,14 +109,16 @@ class CrawlNode:
     async def run(self) -> None:
         """Crawl until the frontier is empty, max_pages is reached, or stop()."""
         loop = asyncio.get_running_loop()
-        self._install_signals(loop)
+        if self._handle_signals:
+            self._install_signals(loop)
         self._resume_hosts()
         try:
             async with asyncio.TaskGroup() as group:
                 await self._dispatch(group)
                 await self._drain()
         finally:
-            self._remove_signals(loop)
+            if self._handle_signals:
+                self._remove_signals(loop)
 
     def _install_signals(self, loop: asyncio.AbstractEventLoop) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -116,7 +149,7 @@ class CrawlNode:
         while not self._stopping and self._page_budget_left():
             item, wake_at = frontier.next_ready(clock.monotonic())
             if item is None:
-                if self._finished():
+                if self._finished() and not self._linger:
                     return
                 await self._sleep_until(wake_at)
                 continue
@@ -188,6 +221,8 @@ class CrawlNode:
         self.stats.links_found += extracted.links_found
         entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
         self._route(extracted.items, now)
+        if self._after_route is not None:
+            await self._after_route()
         await parts.writer.write(result, entry, _link_log_args(item, extracted.link_records, self._host_fp))
         self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body))
         parts.frontier.complete(
@@ -222,6 +257,7 @@ class CrawlNode:
         asyncio.get_running_loop().create_task(self._robots_task(host, origin))
 
     async def _robots_task(self, host: str, origin: str) -> None:
+        self.robots_busy.add(host)
         try:
             await self._fetch_robots_once(host, origin)
         except asyncio.CancelledError:
@@ -229,6 +265,7 @@ class CrawlNode:
         except Exception as exc:  # worker top loop: a robots failure must not end the crawl
             self._drop_host(host, "robots_unavailable", f"{type(exc).__name__}: {exc}")
         finally:
+            self.robots_busy.discard(host)
             self._robots_pending -= 1
             self._wakeup.set()
 
@@ -277,6 +314,10 @@ class CrawlNode:
 
     def _retry_robots(self, host: str, origin: str) -> None:
         # the pending count taken when this retry was scheduled passes to the new task
+        if host not in self._robots_started:  # the host moved to another node (forget_hosts)
+            self._robots_pending -= 1
+            self._wakeup.set()
+            return
         asyncio.get_running_loop().create_task(self._robots_task(host, origin))
 
     def _enqueue_sitemaps(self, sitemaps: Sequence[str]) -> None:
