@@ -18,8 +18,6 @@ from webgather.testweb.rand import derive, unit
 
 __all__ = ["BaseContext", "attr", "choose_href", "dir_of", "relative"]
 
-S_SYNTAX = 4 << 20
-S_DECOR = 6 << 20
 
 _SAME_HOST = (
     ("root", 0.25), ("rel", 0.22), ("dot", 0.05), ("up", 0.05), ("abs", 0.15),
@@ -113,13 +111,12 @@ def _absolute(authority: str, target: str, form: str) -> str:
     return f"http://{authority}{target}"
 
 
-def choose_href(ctx: BaseContext, authority: str, target: str, key: int, link: int) -> str:
-    """The href text for link number ``link`` of the page with key ``key``.
+def choose_href(ctx: BaseContext, authority: str, target: str, draw: int, decor: int, link: int) -> str:
+    """The href text for link number ``link``, from two 64-bit draws of the page.
 
     ``authority`` and ``target`` name the canonical destination (host[:port] and
     path with query). Fragments and spaces never change the canonical URL.
     """
-    draw = derive(key, S_SYNTAX + link)
     u = unit(draw)
     if authority == ctx.authority:
         href_local = _local_form(ctx, target, draw >> 8) if u < 0.5 else None
@@ -128,7 +125,6 @@ def choose_href(ctx: BaseContext, authority: str, target: str, key: int, link: i
     else:
         href = _absolute(authority, target, _pick(_OTHER_HOST, u))
         local = False
-    decor = derive(key, S_DECOR + link)
     if not local and decor % 10 == 0:
         href += f"#s{link}"
     if decor % 31 == 1:

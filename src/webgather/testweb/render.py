@@ -27,7 +27,7 @@ from webgather.testweb.hrefs import BaseContext, attr, choose_href, dir_of
 from webgather.testweb.links import S_DIE_AT, S_DIE_STATUS, out_degrees, page_keys, targets
 from webgather.testweb.params import FIXTURE_KINDS, WebParams
 from webgather.testweb.paths import content_path, entry_paths
-from webgather.testweb.rand import derive, lognormal_from_unit, unit
+from webgather.testweb.rand import derive, derive_arr, lognormal_from_unit, unit
 from webgather.testweb.response import Response
 from webgather.testweb.text import Corpus, encode_html, head_charset, header_content_type
 
@@ -37,7 +37,8 @@ __all__ = [
 
 S_PERIOD, S_PHASE, S_CHARSET = 21, 22, 25
 T = TypeVar("T")
-S_GZIP, S_BASE, S_NOFOLLOW, S_TEXT, S_ELEMENT, S_VERSION = 26, 27, 28, 29, 5 << 20, 7 << 20
+_LINK_STREAMS = (4 << 20, 6 << 20, 5 << 20, 8 << 20)
+S_GZIP, S_BASE, S_NOFOLLOW, S_TEXT, S_VERSION = 26, 27, 28, 29, 7 << 20
 
 
 @dataclass(frozen=True, eq=False)
@@ -170,9 +171,12 @@ def _html(core: Core, info: ContentInfo, authority: str, port_suffix: str,
         head.append(f'<base href="{"/a/b/" if info.base == 1 else f"http://{authority}/a/b/"}">')
     anchors: list[str] = []
     extras: list[str] = []
+    draws = _link_draws(info.key, len(links))
+    words = core.corpus.word_list
     for j, (host, path) in enumerate(links):
-        href = choose_href(ctx, core.authority(host, port_suffix), path, info.key, j)
-        element = derive(info.key, S_ELEMENT + j) % 100
+        syntax, decor, element, anchor = draws[4 * j : 4 * j + 4]
+        href = choose_href(ctx, core.authority(host, port_suffix), path, syntax, decor, j)
+        element %= 100
         if element < 3:
             extras.append(f'<area shape="rect" coords="{j},0,{j + 9},9"{attr("href", href, j)} alt="{j}">')
         elif element < 6:
@@ -181,9 +185,17 @@ def _html(core: Core, info: ContentInfo, authority: str, port_suffix: str,
             head.append(f'<link rel="{"next" if j % 2 else "prev"}"{attr("href", href, j)}>')
         else:
             rel = ' rel="noopener"' if element % 13 == 0 else ""
-            anchors.append(f"<a{attr('href', href, j)}{rel}>{core.corpus.words(info.key + j, 2)}</a>")
+            text = f"{words[anchor % len(words)]} {words[(anchor >> 24) % len(words)]}"
+            anchors.append(f"<a{attr('href', href, j)}{rel}>{text}</a>")
     head.append("</head><body>")
     return "\n".join(head + _body(core, info, title, anchors, extras, version))
+
+
+def _link_draws(key: int, count: int) -> list[int]:
+    """Four draws per link (syntax, decoration, element, anchor text), in one vector call."""
+    salts = (np.arange(count, dtype=np.uint64)[:, None] + np.array(_LINK_STREAMS, dtype=np.uint64)).ravel()
+    draws: list[int] = derive_arr(np.full(salts.shape[0], key, dtype=np.uint64), salts).tolist()
+    return draws
 
 
 def _body(core: Core, info: ContentInfo, title: str, anchors: list[str], extras: list[str], version: int) -> list[str]:
