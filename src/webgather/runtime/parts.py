@@ -130,13 +130,18 @@ async def open_parts(
     node_id: str = "n0",
     clock: Clock | None = None,
     seeds: Sequence[str] = (),
+    n_buckets: int = 4096,
+    frontier_cls: type[Frontier] = Frontier,
 ) -> AsyncIterator[NodeParts]:
-    """Build every part of a node; close them all (flushing state) on the way out."""
+    """Build every part of a node; close them all (flushing state) on the way out.
+
+    ``n_buckets`` and ``frontier_cls`` are for cluster nodes (M of the crawl, and a
+    frontier whose buckets follow the crawl's partition key)."""
     clock = clock or SystemClock()
     out_dir.mkdir(parents=True, exist_ok=True)
     resolver = Resolver.from_config(config.fetch, clock)
-    frontier = Frontier.open(
-        out_dir / "state", config.frontier, config.politeness,
+    frontier = frontier_cls.open(
+        out_dir / "state", config.frontier, config.politeness, n_buckets=n_buckets,
         max_pages_per_host=config.scope.max_pages_per_host,
     )
     writer = ArchiveWriter.open(out_dir, node_id, config.store)
