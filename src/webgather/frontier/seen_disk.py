@@ -32,7 +32,17 @@ from pathlib import Path
 import numpy as np
 
 from webgather.errors import CorruptState, StoreError
-from webgather.frontier.seen import KeyArray, MaskArray, MemorySeen, as_keys, bucket_slice
+from webgather.frontier.seen import (
+    DIRECTORY_MIN_BATCH,
+    DIRECTORY_MIN_KEYS,
+    Directory,
+    KeyArray,
+    MaskArray,
+    MemorySeen,
+    as_keys,
+    bucket_slice,
+    member,
+)
 
 __all__ = ["DiskSeen"]
 
@@ -45,6 +55,8 @@ class _Run:
     hi: int
     path: Path
     keys: KeyArray
+    directory: Directory | None = None
+    """Built on the first large batch that searches a large run."""
 
 
 class DiskSeen:
@@ -150,11 +162,11 @@ class DiskSeen:
 
     def _in_runs(self, sorted_keys: KeyArray) -> MaskArray:
         found = np.zeros(len(sorted_keys), dtype=bool)
+        big = len(sorted_keys) >= DIRECTORY_MIN_BATCH
         for run in self._runs:
-            keys = run.keys
-            idx = keys.searchsorted(sorted_keys)
-            np.minimum(idx, len(keys) - 1, out=idx)
-            found |= keys[idx] == sorted_keys
+            if big and run.directory is None and len(run.keys) >= DIRECTORY_MIN_KEYS:
+                run.directory = Directory(run.keys)
+            found |= member(run.keys, sorted_keys, run.directory if big else None)
         return found
 
     def _compact(self) -> None:

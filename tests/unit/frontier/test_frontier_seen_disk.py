@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from webgather.errors import CorruptState
-from webgather.frontier.seen import MemorySeen, bucket_range
+from webgather.frontier.seen import Directory, MemorySeen, bucket_range
 from webgather.frontier.seen_disk import DiskSeen, _merge
 
 
@@ -100,3 +100,33 @@ def test_a_run_of_the_wrong_type_is_corrupt_state(tmp_path: Path) -> None:
     np.save(tmp_path / "run-0000000001-0000000001.npy", np.arange(4, dtype=np.int32))
     with pytest.raises(CorruptState):
         DiskSeen(tmp_path)
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), min_size=1, max_size=300, unique=True),
+       st.lists(st.integers(0, 2**64 - 1), max_size=200), st.booleans())
+def test_prefix_directory_agrees_with_searchsorted(stored: list[int], probes: list[int], clustered: bool) -> None:
+    if clustered:  # many keys under one prefix, as one big host's URLs are
+        stored = sorted({(7 << 52) | (v & 0xFFFF) for v in stored} | {0, 2**64 - 1})
+    level = keys(sorted(stored))
+    queries = keys(sorted(probes + stored[::3]))
+    expected = [q in set(stored) for q in queries.tolist()]
+    assert Directory(level, chunk=7).member(queries).tolist() == expected
+
+
+def test_large_batches_use_the_directory_and_stay_exact(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import webgather.frontier.seen as seen_module
+    import webgather.frontier.seen_disk as disk_module
+
+    for module in (seen_module, disk_module):
+        monkeypatch.setattr(module, "DIRECTORY_MIN_KEYS", 64)
+        monkeypatch.setattr(module, "DIRECTORY_MIN_BATCH", 8)
+    rng = np.random.default_rng(11)
+    stored = rng.integers(0, 2**64, size=3000, dtype=np.uint64)
+    for s in (MemorySeen(base_entries=100), DiskSeen(tmp_path, memory_entries=500)):
+        for i in range(0, 3000, 250):
+            s.add_many(stored[i : i + 250])
+        probe = np.concatenate((stored[::7], rng.integers(0, 2**64, size=500, dtype=np.uint64)))
+        found = s.contains_many(probe)
+        assert found[: len(stored[::7])].all() and not found[len(stored[::7]) :].any()
+        assert not s.add_many(stored[:300]).any()
