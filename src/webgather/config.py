@@ -31,6 +31,7 @@ __all__ = [
     "FetchConfig",
     "FrontierConfig",
     "PolitenessConfig",
+    "RecrawlConfig",
     "RobotsConfig",
     "ScopeConfig",
     "StoreConfig",
@@ -160,6 +161,36 @@ class ClusterConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RecrawlConfig:
+    """Incremental re-crawl (``crawl --continuous``, ``recrawl``; see :mod:`webgather.recrawl`)."""
+
+    policy: Literal["uniform", "proportional", "optimal"] = "optimal"
+    """Revisit policy: same frequency for all, proportional to change rate, or max freshness."""
+    cycle_s: float = 86400.0
+    """Length of a re-crawl cycle; a page is visited at most once per cycle."""
+    budget_per_cycle: int | None = None
+    """Page fetches per cycle, revisits and never-seen URLs together (None: no limit)."""
+    new_url_share: float = 0.2
+    """Share of the budget kept for never-seen URLs while some are queued."""
+    conditional_get: bool = True
+    """Send If-None-Match / If-Modified-Since with revisits."""
+    dedup: bool = True
+    """Archive an unchanged payload (same digest) as a revisit record, not a new copy."""
+    dead_after_failures: int = 2
+    """404/410/DNS-failure visits in a row after which a page is dead."""
+    near_dup_max_bits: int = 3
+    """SimHashes at most this many bits apart are near-duplicates."""
+    max_interval_s: float = 30 * 86400.0
+    """Every active page is revisited at least this often."""
+    page_life_s: float = 1.43 * 365.25 * 86400.0
+    """Mean page life (WebGather measured 1.43 years): a death rate every page's estimate includes."""
+    prior_weight: float = 2.0
+    """Observations' worth of the population mean in a page's rate estimate (shrinkage)."""
+    history_max: int = 64
+    """Observations kept per URL for the rate estimate."""
+
+
+@dataclass(frozen=True, slots=True)
 class CrawlConfig:
     out_dir: str = "crawl-out"
     seeds: tuple[str, ...] = ()
@@ -172,6 +203,7 @@ class CrawlConfig:
     frontier: FrontierConfig = field(default_factory=FrontierConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
+    recrawl: RecrawlConfig = field(default_factory=RecrawlConfig)
 
 
 def load(
