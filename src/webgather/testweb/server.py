@@ -27,7 +27,6 @@ import itertools
 import socket
 import struct
 from collections import OrderedDict, deque
-from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple, cast
 
@@ -318,7 +317,3 @@ class _Connection(asyncio.Protocol):
                 self.transport.close()
                 self.closed = True
 
-
-def serve_forever_targets(server: TestWebServer) -> Iterable[str]:
-    """Human-readable listening addresses (for the CLI)."""
-    return (f"{address}:{server.port}" for address in server.model.addresses())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from email.utils import formatdate, parsedate_to_datetime
+from email.utils import parsedate_to_datetime
 from http import HTTPStatus
 
 from webgather.testweb.response import Response
@@ -153,6 +153,3 @@ class Rendered:
             return math.floor(response.last_modified_s) <= since
         return False
 
-
-def http_date(seconds: float) -> str:
-    return formatdate(seconds, usegmt=True)
