@@ -70,6 +70,7 @@ def test_clean_restart_keeps_queue_seen_set_and_host_caps(tmp_path: Path) -> Non
     f.close()
     g = Frontier.open(tmp_path, SMALL, FAST, n_buckets=16, max_pages_per_host=30)
     assert (g.pending(), g.stats()["seen"], g.stats()["resumed_in_flight"]) == (24, 25, 0)
+    assert g.queued_hosts() == [("a.test", "http://a.test/1")]
     assert g.add([item(f"http://a.test/{i}") for i in range(40)], 0.0) == [item(f"http://a.test/{i}") for i in range(25, 30)]
     assert g.stats()["dropped_by_host_cap"] == 10
     fetched = drain(g, {first.url}, crawl=False)
