@@ -32,6 +32,8 @@ class Extracted:
     link_records: list[LinkRecord] | None
     """(dst_url, dst_fp, dst_host_fp, anchor, nofollow) for the link log, or None."""
     links_found: int = 0
+    text: str = ""
+    """The page's visible text (parsed pages only; the re-crawl's SimHash reads it)."""
 
 
 class HostFingerprints:
@@ -83,7 +85,7 @@ def _from_page(item: CrawlItem, result: FetchResult, scope: Scope, host_fp: Host
         records.append((url, fp, host_fp(host_key(url)), link.anchor, link.nofollow))
         if url not in candidates:
             candidates[url] = CrawlItem(url, fp, depth=depth, priority=float(depth))
-    return Extracted(make_items(candidates.values(), scope), records, len(page.links))
+    return Extracted(make_items(candidates.values(), scope), records, len(page.links), page.text)
 
 
 def _from_sitemap(result: FetchResult, scope: Scope) -> Extracted:
