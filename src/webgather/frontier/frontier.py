@@ -220,11 +220,10 @@ class Frontier:
         keys = np.asarray(state.seen_keys, dtype=np.uint64)
         fps = _fingerprints(state.items)
         item_keys = seen_keys(np.full(len(fps), state.bucket, dtype=np.uint64), fps)
-        fresh = ~self.seen.contains_many(item_keys)
-        all_keys = np.concatenate((keys, item_keys))
-        new_mask = self.seen.add_many(all_keys)
+        fresh = self.seen.add_many(item_keys)  # one item per URL, and none this node already saw
+        other = self.seen.add_many(keys)
         if self.persist is not None:
-            self.persist.journal_seen(all_keys[new_mask])
+            self.persist.journal_seen(np.concatenate((item_keys[fresh], keys[other])))
         pairs = [(hosts[i], state.items[i]) for i in np.flatnonzero(fresh).tolist()]
         count = len(self._enqueue(pairs, now, cap=False))
         self._commit()

@@ -185,6 +185,15 @@ def test_bucket_hand_off_moves_items_seen_keys_and_clocks(open_frontier) -> None
     assert clock.crawl_delay_s == 4.0
 
 
+def test_import_queues_each_url_once(open_frontier) -> None:  # type: ignore[no-untyped-def]
+    old, new = open_frontier(), open_frontier()
+    old.add([item("http://a.test/1"), item("http://a.test/2")], 0.0)
+    state = old.export_bucket(bucket_of("a.test", 64))
+    doubled = type(state)(state.bucket, 64, state.items + state.items, state.seen_keys, state.hosts)
+    assert new.import_bucket(doubled) == 2
+    assert sorted(drain(new, 0.0)) == ["http://a.test/1", "http://a.test/2"]
+
+
 def test_import_rejects_hosts_of_another_bucket(open_frontier) -> None:  # type: ignore[no-untyped-def]
     old, new = open_frontier(), open_frontier()
     old.add([item("http://a.test/")], 0.0)
