@@ -17,7 +17,7 @@ import asyncio
 import math
 import signal
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
@@ -26,6 +26,9 @@ from webgather.runtime.parts import NodeParts
 from webgather.runtime.pipeline import HostFingerprints, extract, log_entry, make_items
 from webgather.runtime.robots import fetch_robots
 from webgather.urls import canonicalize, fingerprint, host_key, hostname
+
+if TYPE_CHECKING:
+    from webgather.recrawl.hooks import FetchHooks
 
 __all__ = ["CrawlNode"]
 
@@ -38,12 +41,14 @@ class CrawlNode:
 
     def __init__(self, parts: NodeParts, *, router: Router | None = None, drain_timeout_s: float = 5.0,
                  linger: bool = False, handle_signals: bool = True,
-                 after_route: Callable[[], Awaitable[None]] | None = None) -> None:
+                 after_route: Callable[[], Awaitable[None]] | None = None,
+                 hooks: FetchHooks | None = None) -> None:
         """Cluster hooks (defaults: one node): ``linger`` keeps the dispatcher waiting for
         work when the frontier is empty (a cluster node ends by :meth:`stop`);
         ``handle_signals`` False leaves SIGINT/SIGTERM to the caller; ``after_route``
         is awaited after a page's links are routed and before the page completes
-        (a cluster node waits there until its cross URLs are sent)."""
+        (a cluster node waits there until its cross URLs are sent). ``hooks``: the
+        re-crawl's conditional requests and archiving (:mod:`webgather.recrawl.hooks`)."""
         self.parts = parts
         self.node_id = parts.node_id
         self.stats = parts.stats
@@ -60,6 +65,7 @@ class CrawlNode:
         self._linger = linger
         self._handle_signals = handle_signals
         self._after_route = after_route
+        self._hooks = hooks
         self.robots_busy: set[str] = set()
         """Hosts whose robots.txt request is under way."""
 
@@ -203,7 +209,10 @@ class CrawlNode:
         if dead is not None or (rules is not None and not rules.allowed(item.url)):
             await self._record_unfetched(item, dead or "robots", release_host=True)
             return
-        result = await parts.http.fetch(item.url)
+        if self._hooks is None:
+            result = await parts.http.fetch(item.url)
+        else:
+            result = await parts.http.fetch(item.url, headers=self._hooks.request_headers(item))
         await self._handle(item, result)
 
     async def _handle(self, item: CrawlItem, result: FetchResult) -> None:
@@ -223,7 +232,11 @@ class CrawlNode:
         self._route(extracted.items, now)
         if self._after_route is not None:
             await self._after_route()
-        await parts.writer.write(result, entry, _link_log_args(item, extracted.link_records, self._host_fp))
+        links = _link_log_args(item, extracted.link_records, self._host_fp)
+        if self._hooks is None:
+            await parts.writer.write(result, entry, links)
+        else:
+            await self._hooks.store(item, result, entry, links, extracted.text)
         self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body))
         parts.frontier.complete(
             item, clock.monotonic(), response_time_s=result.elapsed_s,
@@ -235,6 +248,8 @@ class CrawlNode:
         entry = _unfetched_entry(item, error, self.node_id, parts.clock.wall())
         await parts.writer.log(entry)
         self.stats.errors[error] += 1
+        if self._hooks is not None:
+            self._hooks.unfetched(item, error)
         if release_host:
             parts.frontier.complete(item, parts.clock.monotonic(), response_time_s=None, skipped=True)
 
@@ -339,6 +354,8 @@ class CrawlNode:
             entry["detail"] = detail
             self.parts.writer.log_nowait(entry)
             self.stats.errors[error] += 1
+            if self._hooks is not None:
+                self._hooks.unfetched(item, error)
 
 
 def _unfetched_entry(item: CrawlItem, error: str, node: str, wall: float) -> dict[str, object]:
