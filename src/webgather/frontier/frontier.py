@@ -116,6 +116,20 @@ class Frontier:
             self.persist.journal_seen(keys[new_mask])
         return self._enqueue([(hosts[i], items[i]) for i in new_idx], now)
 
+    def requeue(self, items: Sequence[CrawlItem], now: float) -> list[CrawlItem]:
+        """Queue URLs seen before again, past the seen-test and the per-host cap (re-crawl
+        revisits); commits. The caller must not requeue a URL still queued or in flight."""
+        self._touch(now)
+        if not items:
+            return []
+        hosts = self._hosts_of(items)
+        for host in hosts:
+            if host not in self.bucket_of_host:
+                self._new_bucket(host)
+        fresh = self._enqueue(list(zip(hosts, items)), now, cap=False)
+        self._commit()
+        return fresh
+
     def next_ready(self, now: float) -> tuple[CrawlItem | None, float]:
         """An item whose host (and IP) may be fetched now, marked in flight, and ``now``;
         or ``None`` and the earliest time one becomes ready by time alone
