@@ -21,9 +21,14 @@ to dense ids ``0..U-1``. Policies and how each is computed:
 * ``clock``, ``random``  replayed through :mod:`webgather.cachepolicy` (``ClockCache``,
   ``RandomCache`` with ``random.Random(seed)``): one Python pass per size.
 
-The *critical point* (knee) of a hit-rate curve is the Kneedle point: with
-``x = log2(size)`` and the hit rate both scaled to [0, 1], the size where the curve
-lies farthest above the chord from the first to the last size.
+Knees of a hit-rate curve, with ``x = log2(size)``: :func:`knee` is the Kneedle
+point (x and hit rate scaled to [0, 1], the size where the curve lies farthest
+above the chord from the first to the last size). Crawl traces have two bends:
+a *shoulder* at tens of entries (duplicate links within a page and a site's
+navigation links) and, after the steepest rise, the *critical point* in the
+study's sense ("much smaller is much worse, much larger gains little"):
+:func:`critical_point` is the Kneedle point of the curve from the start of its
+steepest rise (largest gain between consecutive sizes) to the end.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ __all__ = [
     "CacheResult",
     "CacheRow",
     "belady_hits",
+    "critical_point",
     "dense_ids",
     "knee",
     "lru_hits",
@@ -213,6 +219,18 @@ def knee(sizes: Sequence[int], hit_rates: Sequence[float]) -> int:
     return int(np.argmax(yn - xn))
 
 
+def critical_point(sizes: Sequence[int], hit_rates: Sequence[float]) -> int:
+    """Index of the knee after the steepest rise (see the module doc)."""
+    y = np.asarray(hit_rates, dtype=np.float64)
+    if y.shape[0] < 2:
+        return 0
+    steepest = int(np.argmax(np.diff(y)))
+    tail = list(sizes)[steepest:]
+    if len(tail) < 3:
+        return min(steepest + 1, y.shape[0] - 1)
+    return steepest + knee(tail, list(y[steepest:]))
+
+
 @dataclass(frozen=True)
 class CacheRow:
     policy: str
@@ -292,11 +310,14 @@ def table(result: CacheResult) -> str:
     summary = []
     for policy, rows in curves.items():
         ss, rates = [r.size for r in rows], [1.0 - r.miss_rate for r in rows]
-        at = knee(ss, rates)
+        shoulder, crit = knee(ss, rates), critical_point(ss, rates)
         study = float(np.interp(np.log2(STUDY_SIZE), np.log2(ss), rates)) if len(ss) > 1 else rates[0]
-        summary.append([policy, ss[at], rates[at], study, result.seconds.get(policy, 0.0)])
-    out.append(render(["policy", "knee_size", "hit_rate@knee", "hit_rate@50k", "seconds"], summary,
-                      f"critical points (the study: ~{STUDY_SIZE:,} entries, ~{STUDY_HIT_RATE:.0%} hits)"))
+        summary.append([policy, ss[shoulder], rates[shoulder], ss[crit], rates[crit], study,
+                        result.seconds.get(policy, 0.0)])
+    headers = ["policy", "shoulder_size", "hit@shoulder", "critical_size", "hit@critical",
+               "hit@50k", "seconds"]
+    out.append(render(headers, summary, f"knees (the study: critical point ~{STUDY_SIZE:,} "
+                      f"entries, ~{STUDY_HIT_RATE:.0%} hits)"))
     return "\n".join(out)
 
 

@@ -113,6 +113,15 @@ def test_knee_of_a_bent_curve() -> None:
     sizes = [2**k for k in range(10)]
     rates = [0.1, 0.3, 0.5, 0.7, 0.8, 0.82, 0.83, 0.84, 0.845, 0.85]
     assert sizes[cache.knee(sizes, rates)] == 16
+    assert sizes[cache.critical_point(sizes, rates)] == 16  # one bend: both agree
+
+
+def test_critical_point_of_a_two_bend_curve() -> None:
+    sizes = [2**k for k in range(12)]
+    # a shoulder at 4 (local duplicates), a plateau, the steepest rise 128 -> 256, then flat
+    rates = [0.1, 0.3, 0.45, 0.47, 0.48, 0.49, 0.5, 0.6, 0.85, 0.9, 0.91, 0.915]
+    assert sizes[cache.knee(sizes, rates)] == 4
+    assert sizes[cache.critical_point(sizes, rates)] == 256
 
 
 def test_run_and_table() -> None:
@@ -126,7 +135,7 @@ def test_run_and_table() -> None:
     assert by[("infinite", 4)].hits == result.n_refs - result.n_distinct
     assert ("clock", 16) not in by  # slow policies only at slow sizes
     text = cache.table(result)
-    assert "critical points" in text and "clairvoyant" in text
+    assert "critical_size" in text and "clairvoyant" in text
     with pytest.raises(ConfigError):
         cache.run(trace, [4], ["mru"])
     with pytest.raises(ConfigError):
