@@ -227,7 +227,7 @@ def critical_point(sizes: Sequence[int], hit_rates: Sequence[float]) -> int:
     steepest = int(np.argmax(np.diff(y)))
     tail = list(sizes)[steepest:]
     if len(tail) < 3:
-        return min(steepest + 1, y.shape[0] - 1)
+        return min(steepest + 1, int(y.shape[0]) - 1)
     return steepest + knee(tail, list(y[steepest:]))
 
 
