@@ -224,7 +224,7 @@ def load(
     merged: dict[str, Any] = {}
     for layer in layers:
         merged.update(layer)
-    config = _build(CrawlConfig, merged, "")
+    config: CrawlConfig = _build(CrawlConfig, merged, "")
     _validate(config)
     return config
 
