@@ -18,6 +18,7 @@ from typing import Any
 
 from webgather.commands.crawl import print_summary, run_main_job
 from webgather.errors import ConfigError
+from webgather.runtime.clock import SystemClock
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.closure import NOT_FETCHED, crawl_outcomes
 from webgather.testweb.graph import WebModel
@@ -85,9 +86,7 @@ def _stop_server(server: subprocess.Popen[str]) -> None:
 
 
 def _compare(model: WebModel, seed: str, config: Any, crawl_dir: Path) -> int:
-    import time
-
-    expected = crawl_outcomes(model, [seed], config, now_s=time.time())
+    expected = crawl_outcomes(model, [seed], config, now_s=SystemClock().wall())
     fetched = {
         e["url"] for e in read_crawl_log(crawl_dir / "crawl.log.jsonl")
         if not e.get("retry") and e.get("kind") in ("page", "sitemap") and e.get("error") not in NOT_FETCHED

@@ -19,6 +19,7 @@ import signal
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from webgather.errors import WebgatherError
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
@@ -303,7 +304,7 @@ class CrawlNode:
     async def _learn_ip(self, host: str) -> None:
         try:
             ip = await self.parts.resolver.resolve(hostname("http://" + host + "/"))
-        except Exception:  # DNS failure shows up again, classified, in the robots fetch
+        except WebgatherError:  # a DNS failure shows up again, classified, in the robots fetch
             return
         self.parts.frontier.set_host_ip(host, ip)
 
