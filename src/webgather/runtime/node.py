@@ -100,11 +100,21 @@ class CrawlNode:
             self._robots_started.discard(host)
             self._dead_hosts.pop(host, None)
 
-    def adopt_hosts(self, hosts: Iterable[tuple[str, str]]) -> None:
-        """``(host, sample url)`` pairs whose queued items arrived by hand-off: fetch robots."""
-        for host, sample_url in hosts:
-            if host not in self._robots_started:
+    def adopt_hosts(self, hosts: Iterable[tuple[str, str, float]]) -> None:
+        """``(host, sample url, wait_s)`` of hosts whose queued items arrived by hand-off:
+        fetch their robots.txt once ``wait_s`` has passed (the politeness gap after the
+        previous owner's last request)."""
+        for host, sample_url, wait_s in hosts:
+            if host in self._robots_started:
+                continue
+            if wait_s <= 0:
                 self._start_robots(host, sample_url)
+                continue
+            self._robots_started.add(host)
+            self._robots_pending += 1  # owed by the delayed start, as for a robots retry
+            self.parts.frontier.defer_host(host, math.inf)
+            origin = sample_url[: sample_url.index("//") + 2] + host
+            asyncio.get_running_loop().call_later(min(wait_s, 3600.0), self._retry_robots, host, origin)
         self._wakeup.set()
 
     # -- lifecycle ----------------------------------------------------------
