@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "webgather.commands.testweb",
     "webgather.commands.analyze",
     "webgather.commands.simulate",
+    "webgather.commands.recrawl",
 )
 
 

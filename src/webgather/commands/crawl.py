@@ -21,6 +21,9 @@ def register(sub: Any) -> None:
     parser = sub.add_parser("crawl", help="crawl from seeds into --out (resumes if --out has state)")
     parser.add_argument("seeds", nargs="*", metavar="SEED", help="seed URLs, or @FILE with one per line")
     add_crawl_options(parser)
+    from webgather.commands.recrawl import add_recrawl_options
+
+    add_recrawl_options(parser, continuous=True)
     parser.set_defaults(func=_main)
 
 
@@ -62,6 +65,9 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
         "robots.obey": False if args.ignore_robots else None,
         "progress": False if args.no_progress else None,
     }
+    from webgather.commands.recrawl import recrawl_cli
+
+    cli.update(recrawl_cli(args))
     return load(args.config, None, cli)
 
 
@@ -77,6 +83,10 @@ def run_main_job(config: CrawlConfig, seeds: list[str]) -> dict[str, Any]:
 def _main(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     seeds = read_seeds(args.seeds)
+    if getattr(args, "continuous", False):
+        from webgather.commands.recrawl import run_continuous_main
+
+        return run_continuous_main(config, seeds, args.max_cycles)
     summary = run_main_job(config, seeds)
     print_summary(summary)
     return 0

@@ -43,6 +43,7 @@ __all__ = [
     "allocate",
     "effective_rates",
     "freshness",
+    "plan_revisits",
     "select_due",
 ]
 
@@ -160,3 +161,31 @@ def select_due(last_s: np.ndarray, f: np.ndarray, now: float, cycle_s: float, li
     urgency = (now - last[due]) * freq[due]
     order = np.argsort(-urgency, kind="stable")
     return due[order[:limit]]
+
+
+def plan_revisits(
+    last_s: np.ndarray,
+    rate_per_s: np.ndarray,
+    n_obs: np.ndarray,
+    *,
+    policy: Policy,
+    now: float,
+    cycle_s: float,
+    limit: int,
+    max_interval_s: float,
+    prior_weight: float,
+    death_rate: float,
+) -> np.ndarray:
+    """Indices of the pages to revisit in the cycle starting at ``now``: at most ``limit``.
+
+    The policy spends ``limit`` visits per cycle (``f_max`` = one visit per
+    cycle, ``f_min`` = one per ``max_interval_s``); with ``limit`` at least the
+    number of pages every page is due once per cycle.
+    """
+    if limit <= 0 or last_s.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    f_max = 1.0 / cycle_s
+    f_min = min(1.0 / max_interval_s, f_max)
+    lam = effective_rates(rate_per_s, n_obs, prior_weight=prior_weight, death_rate=death_rate, fallback=f_max)
+    f = allocate(policy, lam, min(limit, last_s.size) / cycle_s, f_min, f_max)
+    return select_due(last_s, f, now, cycle_s, limit)

@@ -1,0 +1,244 @@
+"""The per-URL re-crawl state of one node: SQLite at ``DIR/state/urls.sqlite``.
+
+One row per URL the node fetched (keyed by its 64-bit fingerprint, stored
+signed), holding a :class:`~webgather.recrawl.observe.UrlRecord`; one row per
+cycle (status ``planned`` -> ``running`` -> ``done``, the plan's size, the
+frontier's queue length before the plan was queued) and per-cycle counters.
+Each node of a cluster keeps its own file under its own directory, so a node
+re-crawls exactly the URLs it fetched.
+
+Durability: WAL, ``synchronous=NORMAL``; every :meth:`UrlState.put` is one
+transaction (the record and the cycle's counters together), committed before
+the frontier marks the fetch done, so after a kill -9 a visit is either
+recorded or fetched again. The ``planned`` status makes planning safe: the
+plan (pending marks) is committed before it is queued in the frontier, and
+``queued_before`` tells on resume whether the queueing happened.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from webgather.errors import CorruptState, StoreError
+from webgather.recrawl.observe import UrlRecord
+from webgather.store.warc import ArchiveRef
+
+__all__ = ["STATE_NAME", "CycleRow", "PlanArrays", "UrlState"]
+
+STATE_NAME = "urls.sqlite"
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS urls (
+  fp INTEGER PRIMARY KEY, url TEXT NOT NULL, kind TEXT, depth INTEGER,
+  first_fetch_s REAL, last_fetch_s REAL, last_change_s REAL, status INTEGER,
+  etag TEXT, last_modified TEXT, digest TEXT, simhash INTEGER, original TEXT, links_digest TEXT,
+  visits INTEGER, changes INTEGER, history TEXT, rate_per_s REAL, failures INTEGER,
+  dead TEXT, dead_cycle INTEGER, near_dup_of TEXT, pending_cycle INTEGER
+);
+CREATE INDEX IF NOT EXISTS urls_dead ON urls(dead_cycle) WHERE dead IS NOT NULL;
+CREATE TABLE IF NOT EXISTS cycles (
+  id INTEGER PRIMARY KEY, status TEXT NOT NULL, started_s REAL, finished_s REAL,
+  policy TEXT, budget INTEGER, planned INTEGER, queued_before INTEGER
+);
+CREATE TABLE IF NOT EXISTS cycle_counts (
+  cycle INTEGER, name TEXT, n INTEGER, PRIMARY KEY (cycle, name)
+);
+"""
+_COLUMNS = [f.name for f in fields(UrlRecord)]
+_PUT = f"INSERT OR REPLACE INTO urls ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+_COUNT = ("INSERT INTO cycle_counts (cycle, name, n) VALUES (?, ?, ?)"
+          " ON CONFLICT (cycle, name) DO UPDATE SET n = n + excluded.n")
+
+
+@dataclass(frozen=True, slots=True)
+class CycleRow:
+    id: int
+    status: str
+    """"planned" (plan committed, maybe not queued yet), "running" or "done"."""
+    started_s: float
+    finished_s: float | None
+    policy: str
+    budget: int | None
+    planned: int
+    queued_before: int
+
+
+@dataclass(frozen=True, slots=True)
+class PlanArrays:
+    """The active URLs not already queued, as arrays for the policies."""
+
+    fp: np.ndarray
+    last_fetch_s: np.ndarray
+    rate_per_s: np.ndarray
+    n_obs: np.ndarray
+
+
+def _signed(fp: int) -> int:
+    return fp - (1 << 64) if fp >= 1 << 63 else fp
+
+
+def _unsigned(value: int) -> int:
+    return value + (1 << 64) if value < 0 else value
+
+
+class UrlState:
+    """Open with :meth:`open`; one owner (the node's event loop), not thread-safe."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+        self._db = db
+        self.path = path
+
+    @classmethod
+    def open(cls, path: Path) -> UrlState:
+        """Open (creating) the state file at ``path``."""
+        path = Path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(path, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:
+            raise CorruptState(f"{path}: not a usable re-crawl state ({exc})") from exc
+        except OSError as exc:
+            raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
+        return cls(db, path)
+
+    def close(self) -> None:
+        self._db.close()
+
+    # -- records -----------------------------------------------------------------
+    def get(self, fp: int) -> UrlRecord | None:
+        row = self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM urls WHERE fp = ?", (_signed(fp),)).fetchone()
+        return None if row is None else _record(row)
+
+    def put(self, record: UrlRecord, cycle: int, counts: dict[str, int]) -> None:
+        """Save ``record`` and add ``counts`` to the cycle's counters, in one transaction."""
+        with self._transaction():
+            self._db.execute(_PUT, _row(record))
+            self._db.executemany(_COUNT, [(cycle, k, v) for k, v in counts.items() if v])
+
+    def records(self, where: str = "1", params: Sequence[Any] = ()) -> Iterator[UrlRecord]:
+        """Records matching an SQL condition on the columns (internal callers only)."""
+        for row in self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM urls WHERE {where} ORDER BY fp", params):
+            yield _record(row)
+
+    def plan_arrays(self) -> PlanArrays:
+        rows = self._db.execute(
+            "SELECT fp, last_fetch_s, rate_per_s, json_array_length(history) FROM urls"
+            " WHERE dead IS NULL AND pending_cycle IS NULL AND last_fetch_s IS NOT NULL ORDER BY fp"
+        ).fetchall()
+        return PlanArrays(
+            np.array([_unsigned(r[0]) for r in rows], dtype=np.uint64),
+            np.array([r[1] for r in rows], dtype=float),
+            np.array([r[2] or 0.0 for r in rows], dtype=float),
+            np.array([r[3] or 0 for r in rows], dtype=float),
+        )
+
+    def simhashes(self) -> Iterator[tuple[int, int]]:
+        for fp, value in self._db.execute("SELECT fp, simhash FROM urls WHERE simhash IS NOT NULL AND dead IS NULL"):
+            yield _unsigned(fp), _unsigned(value)
+
+    def url_of(self, fp: int) -> str | None:
+        row = self._db.execute("SELECT url FROM urls WHERE fp = ?", (_signed(fp),)).fetchone()
+        return None if row is None else str(row[0])
+
+    def totals(self) -> dict[str, int]:
+        row = self._db.execute(
+            "SELECT COUNT(*), SUM(dead IS NULL), SUM(dead IS NOT NULL), SUM(near_dup_of IS NOT NULL),"
+            " SUM(pending_cycle IS NOT NULL) FROM urls"
+        ).fetchone()
+        names = ("urls", "active", "dead", "near_duplicates", "pending")
+        return {name: int(value or 0) for name, value in zip(names, row)}
+
+    def dead_urls(self, cycle: int | None = None) -> list[tuple[str, str]]:
+        """(url, reason) of dead pages (those that died in ``cycle`` if given)."""
+        sql = "SELECT url, dead FROM urls WHERE dead IS NOT NULL"
+        rows = self._db.execute(sql + (" AND dead_cycle = ?" if cycle is not None else "") + " ORDER BY url",
+                                (cycle,) if cycle is not None else ())
+        return [(str(u), str(d)) for u, d in rows]
+
+    # -- cycles ------------------------------------------------------------------
+    def last_cycle(self) -> CycleRow | None:
+        row = self._db.execute(
+            "SELECT id, status, started_s, finished_s, policy, budget, planned, queued_before"
+            " FROM cycles ORDER BY id DESC LIMIT 1"
+        ).fetchone()
+        return None if row is None else CycleRow(*row)
+
+    def plan_cycle(self, row: CycleRow, pending: Iterable[int]) -> None:
+        """Record a new cycle as ``planned`` and mark its revisits pending, in one transaction."""
+        with self._transaction():
+            self._db.execute(
+                "INSERT INTO cycles (id, status, started_s, finished_s, policy, budget, planned, queued_before)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (row.id, row.status, row.started_s, row.finished_s, row.policy, row.budget, row.planned,
+                 row.queued_before),
+            )
+            self._db.executemany("UPDATE urls SET pending_cycle = ? WHERE fp = ?",
+                                 [(row.id, _signed(fp)) for fp in pending])
+
+    def set_cycle_status(self, cycle: int, status: str, finished_s: float | None = None) -> None:
+        self._db.execute("UPDATE cycles SET status = ?, finished_s = ? WHERE id = ?", (status, finished_s, cycle))
+
+    def clear_pending(self) -> int:
+        """Forget every pending mark (the frontier holds no revisit any more); returns how many."""
+        return self._db.execute("UPDATE urls SET pending_cycle = NULL WHERE pending_cycle IS NOT NULL").rowcount
+
+    def cycle_counts(self, cycle: int) -> dict[str, int]:
+        rows = self._db.execute("SELECT name, n FROM cycle_counts WHERE cycle = ? ORDER BY name", (cycle,))
+        return {str(name): int(n) for name, n in rows}
+
+    def pending_records(self, cycle: int) -> list[UrlRecord]:
+        return list(self.records("pending_cycle = ?", (cycle,)))
+
+    def _transaction(self) -> _Transaction:
+        return _Transaction(self._db)
+
+
+class _Transaction:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def __enter__(self) -> None:
+        self._db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self._db.execute("COMMIT" if exc_type is None else "ROLLBACK")
+
+
+def _row(record: UrlRecord) -> tuple[Any, ...]:
+    values: list[Any] = []
+    for name in _COLUMNS:
+        value = getattr(record, name)
+        if name in ("fp", "simhash") and value is not None:
+            value = _signed(value)
+        elif name == "original" and value is not None:
+            value = json.dumps([getattr(value, f.name) for f in fields(ArchiveRef)])
+        elif name == "history":
+            value = json.dumps([[t, int(c)] for t, c in value])
+        elif isinstance(value, float) and math.isnan(value):
+            value = None
+        values.append(value)
+    return tuple(values)
+
+
+def _record(row: Sequence[Any]) -> UrlRecord:
+    data = dict(zip(_COLUMNS, row))
+    data["fp"] = _unsigned(data["fp"])
+    if data["simhash"] is not None:
+        data["simhash"] = _unsigned(data["simhash"])
+    if data["original"] is not None:
+        data["original"] = ArchiveRef(*json.loads(data["original"]))
+    data["history"] = tuple((float(t), bool(c)) for t, c in json.loads(data["history"] or "[]"))
+    for name in ("first_fetch_s", "last_fetch_s", "last_change_s"):
+        if data[name] is None:
+            data[name] = math.nan
+    return UrlRecord(**data)
