@@ -27,6 +27,7 @@ from threadpoolctl import threadpool_limits
 from webgather.errors import ConfigError
 from webgather.linkgraph import LinkGraph
 from webgather.runtime.clock import SystemClock
+from webgather.sim.traces import crawl_order, crawl_seeds, default_seeds
 
 __all__ = ["load_graph", "register"]
 
@@ -178,6 +179,13 @@ def _save(out: Path, name: str, text: str, figures: dict[str, Plotter]) -> None:
 Result = tuple[str, dict[str, Plotter]]
 
 
+def _seeds(graph: LinkGraph, args: argparse.Namespace) -> list[int]:
+    """A recorded crawl's own seeds, or the front pages of the first ``--seed-hosts`` hosts."""
+    if args.crawl:
+        return [int(p) for p in crawl_seeds(graph)]
+    return [int(p) for p in default_seeds(graph, args.seed_hosts)]
+
+
 def _partition(graph: LinkGraph, args: argparse.Namespace, timer: Callable[[], float]) -> Result:
     from webgather.sim import partition, reconfig
 
@@ -187,8 +195,10 @@ def _partition(graph: LinkGraph, args: argparse.Namespace, timer: Callable[[], f
 
         resolve = load_resolve_file(args.resolve)
     strategies = args.strategies or list(partition.STRATEGIES)
+    order = crawl_order(graph) if args.crawl else None
     result = partition.run(graph, args.nodes, strategies, n_buckets=args.buckets, vnodes=args.vnodes,
-                           batch_urls=args.batch_urls, n_intervals=args.intervals, resolve=resolve)
+                           batch_urls=args.batch_urls, n_intervals=args.intervals, resolve=resolve,
+                           order=order)
     keys = partition.keys_of(graph, resolve)
     rows = [row for n in args.nodes if n >= 2
             for row in reconfig.reconfigure(keys, n, n_buckets=args.buckets, vnodes=args.vnodes)]
@@ -200,20 +210,19 @@ def _partition(graph: LinkGraph, args: argparse.Namespace, timer: Callable[[], f
 def _crawl(graph: LinkGraph, args: argparse.Namespace, timer: Callable[[], float]) -> Result:
     from webgather.sim import crawl
     from webgather.sim.des import CrawlParams
-    from webgather.sim.traces import default_seeds
 
     params = CrawlParams(concurrency=args.concurrency, bandwidth_bytes_per_s=args.bandwidth,
                          politeness_s=args.politeness, latency_median_s=args.latency,
                          cpu_s_per_page=args.cpu_per_page, batch_urls=args.batch_urls,
                          batch_delay_s=args.batch_delay)
-    seeds = default_seeds(graph, args.seed_hosts)
+    seeds = _seeds(graph, args)
     result = crawl.run(graph, args.nodes, params, seed=args.seed, seeds=list(seeds), horizon_s=args.horizon)
     return crawl.table(result), {"": lambda fig: crawl.plot(result, fig)}
 
 
 def _cache(graph: LinkGraph, args: argparse.Namespace, timer: Callable[[], float]) -> Result:
     from webgather.sim import cache
-    from webgather.sim.traces import bfs_order, default_seeds, discovery_trace, link_log_trace
+    from webgather.sim.traces import bfs_order, discovery_trace, link_log_trace
 
     if args.crawl:
         trace = link_log_trace(graph)  # the link log is already in crawl order
@@ -233,9 +242,8 @@ def _cache(graph: LinkGraph, args: argparse.Namespace, timer: Callable[[], float
 
 def _order(graph: LinkGraph, args: argparse.Namespace, timer: Callable[[], float]) -> Result:
     from webgather.sim import order
-    from webgather.sim.traces import default_seeds
 
-    seeds = default_seeds(graph, args.seed_hosts)
+    seeds = _seeds(graph, args)
     result = order.run(graph, seeds, args.orders or list(order.ORDERS), batch=args.batch, seed=args.seed)
     return order.table(result), {"": lambda fig: order.plot(result, fig)}
 

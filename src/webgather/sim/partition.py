@@ -49,7 +49,7 @@ from webgather.cluster.mapping import DEFAULT_BUCKETS, initial
 from webgather.errors import AnalysisError, ConfigError
 from webgather.linkgraph import LinkGraph
 from webgather.sim.tables import render
-from webgather.sim.traces import adjacency, bfs_order, default_seeds, page_keys
+from webgather.sim.traces import adjacency, bfs_order, default_seeds, name_keys, page_keys
 from webgather.urls import fingerprints
 
 if TYPE_CHECKING:
@@ -111,13 +111,13 @@ def _ip_sums(host_names: Sequence[str], host_fp: NDArray[np.uint64],
 
 def keys_of(graph: LinkGraph, resolve: Mapping[str, str] | None = None) -> Keys:
     """Fingerprints, IP sums and URL sizes for ``graph`` (see the module doc on synthetic IPs)."""
-    host_fp = fingerprints(graph.host_names)
+    host_fp = name_keys(graph.host_names, graph.n_hosts)
     ip_sum = _ip_sums(graph.host_names, host_fp, resolve)
+    url_bytes = np.full(graph.n_pages, DOC_URL_BYTES, dtype=np.int64)
     if graph.urls is not None:
-        url_bytes = np.fromiter((len(u.encode("utf-8", "surrogatepass")) for u in graph.urls),
-                                dtype=np.int64, count=graph.n_pages)
-    else:
-        url_bytes = np.full(graph.n_pages, DOC_URL_BYTES, dtype=np.int64)
+        known = np.fromiter((len(u.encode("utf-8", "surrogatepass")) for u in graph.urls),
+                            dtype=np.int64, count=graph.n_pages)
+        url_bytes = np.where(known > 0, known, DOC_URL_BYTES)
     return Keys(host_fp, ip_sum, page_keys(graph), np.asarray(graph.page_host, dtype=np.int64),
                 url_bytes, graph.host_names)
 
@@ -237,12 +237,14 @@ class PartitionResult:
 def run(graph: LinkGraph, nodes: Sequence[int] = NODE_COUNTS,
         strategies: Sequence[str] = STRATEGIES, *, n_buckets: int = DEFAULT_BUCKETS,
         vnodes: int = 100, batch_urls: int = 100, n_intervals: int = 10,
-        seeds: Sequence[int] | None = None, resolve: Mapping[str, str] | None = None) -> PartitionResult:
-    """Every strategy at every node count, on the pages a breadth-first crawl from ``seeds`` reaches."""
+        seeds: Sequence[int] | None = None, resolve: Mapping[str, str] | None = None,
+        order: IntArray | None = None) -> PartitionResult:
+    """Every strategy at every node count, on the pages a breadth-first crawl from ``seeds``
+    reaches, in that order (or on ``order``: e.g. a recorded crawl's :func:`crawl_order`)."""
     keys = keys_of(graph, resolve)
-    adj = adjacency(graph)
-    seed_pages = default_seeds(graph) if seeds is None else np.asarray(seeds, dtype=np.int64)
-    order = bfs_order(graph, seed_pages, adj)
+    if order is None:
+        seed_pages = default_seeds(graph) if seeds is None else np.asarray(seeds, dtype=np.int64)
+        order = bfs_order(graph, seed_pages, adjacency(graph))
     fetched = np.asarray(graph.fetched, dtype=bool)
     crawled = order[fetched[order]]
     if crawled.size < n_intervals:

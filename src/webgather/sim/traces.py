@@ -7,8 +7,10 @@
   links in page order), computed level by level with numpy. Only pages marked
   ``fetched`` are expanded (a crawl's link log knows no out-links of the rest).
 * :func:`page_keys` gives each page a 64-bit key: the fingerprint of its URL when
-  the graph has URLs (the same key a crawl's seen-set uses), else a SplitMix64
+  the graph has it (the same key a crawl's seen-set uses), else a SplitMix64
   hash of the page id (distinct per page, which is all a cache study needs).
+* :func:`crawl_order` and :func:`crawl_seeds` recover the fetch order and the
+  seeds of a *recorded* crawl (page ids of a link-log graph are not in crawl order).
 * :func:`discovery_trace` is the stream of seen-tests a crawler makes: every
   out-link occurrence (duplicates within a page kept) of the pages in crawl
   order. :func:`link_log_trace` is the same stream read from a recorded crawl,
@@ -31,10 +33,13 @@ __all__ = [
     "Adjacency",
     "adjacency",
     "bfs_order",
+    "crawl_order",
+    "crawl_seeds",
     "default_seeds",
     "discovery_trace",
     "gather",
     "link_log_trace",
+    "name_keys",
     "page_keys",
     "splitmix64",
 ]
@@ -137,11 +142,45 @@ def splitmix64(values: NDArray[np.integer]) -> U64Array:
         return np.asarray(z ^ (z >> np.uint64(31)), dtype=np.uint64)
 
 
+def name_keys(names: Sequence[str] | None, count: int) -> U64Array:
+    """Fingerprints of names; a missing (``""``) or absent name gets a hash of its index.
+
+    A crawl's link graph names only the pages and hosts it saw a URL for; the
+    others must still get distinct keys, not all the fingerprint of ``""``.
+    """
+    by_index = splitmix64(np.arange(count, dtype=np.int64))
+    if names is None:
+        return by_index
+    keys = fingerprints(names)
+    missing = np.fromiter((not n for n in names), dtype=bool, count=count)
+    return np.asarray(np.where(missing, by_index, keys), dtype=np.uint64)
+
+
 def page_keys(graph: LinkGraph) -> U64Array:
-    """64-bit key of every page: URL fingerprint if URLs are known, else a hash of the id."""
-    if graph.urls is not None:
-        return fingerprints(graph.urls)
-    return splitmix64(np.arange(graph.n_pages, dtype=np.int64))
+    """64-bit key of every page: URL fingerprint if its URL is known, else a hash of the id."""
+    return name_keys(graph.urls, graph.n_pages)
+
+
+def crawl_order(graph: LinkGraph) -> IntArray:
+    """Fetched pages of a recorded crawl in fetch order: first appearance as a link source
+    in the link log (which is written in crawl order), then fetched pages without links."""
+    src = np.asarray(graph.src, dtype=np.int64)
+    _, first = np.unique(src, return_index=True)
+    with_links = src[np.sort(first)]
+    fetched = np.asarray(graph.fetched, dtype=bool)
+    rest = np.setdiff1d(np.flatnonzero(fetched), with_links, assume_unique=True)
+    order = np.concatenate([with_links[fetched[with_links]], rest])
+    if order.size == 0:
+        raise AnalysisError("the crawl fetched no pages")
+    return order
+
+
+def crawl_seeds(graph: LinkGraph) -> IntArray:
+    """Likely seeds of a recorded crawl: fetched pages no logged link points to
+    (seeds and sitemap entries); the first fetched page if there are none."""
+    indegree = np.bincount(np.asarray(graph.dst, dtype=np.int64), minlength=graph.n_pages)
+    seeds = np.flatnonzero(np.asarray(graph.fetched, dtype=bool) & (indegree == 0))
+    return seeds if seeds.size else crawl_order(graph)[:1]
 
 
 def discovery_trace(

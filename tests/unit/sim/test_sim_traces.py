@@ -69,3 +69,15 @@ def test_bad_seeds_and_edges_are_analysis_errors() -> None:
     with pytest.raises(AnalysisError):
         adjacency(make_graph([(0, 9)], [0, 0]))
     assert np.array_equal(bfs_order(graph, [5]), [5])
+
+
+def test_recorded_crawl_order_and_seeds() -> None:
+    # link-log order: page 3 was crawled first, then 1, then 4; 0 was fetched without links
+    graph = make_graph([(3, 1), (3, 4), (1, 4), (4, 2)], [0] * 6,
+                       fetched=[True, True, False, True, True, False])
+    from webgather.sim.traces import crawl_order, crawl_seeds, name_keys
+
+    assert list(crawl_order(graph)) == [3, 1, 4, 0]
+    assert list(crawl_seeds(graph)) == [0, 3]  # fetched, and no logged link points to them
+    keys = name_keys(["a", "", ""], 3)
+    assert int(keys[0]) == fingerprint("a") and len(set(keys.tolist())) == 3

@@ -36,3 +36,38 @@ def test_bad_graph_spec_is_a_user_error(capsys: pytest.CaptureFixture[str]) -> N
     assert main(["simulate", "partition", "--graph", "web:1:2"]) == 2
     assert "testweb:HOSTS:SEED" in capsys.readouterr().err
     assert main(["simulate", "cache", "--graph", "testweb:5:1:10", "--min-log2", "9", "--max-log2", "3"]) == 2
+
+
+def _write_crawl(directory: Path) -> None:
+    """A 12-page crawl of 3 hosts: its crawl log and link log, written by the store."""
+    from webgather.store.crawllog import CRAWL_LOG_NAME, CrawlLog
+    from webgather.store.linklog import LinkLog
+    from webgather.urls import fingerprint, host_key
+
+    urls = [f"http://h{i % 3}.test/p{i}" for i in range(12)]
+    log = CrawlLog.open(directory / CRAWL_LOG_NAME)
+    links = LinkLog.open(directory)
+    for i, url in enumerate(urls[:9]):  # pages 9..11 are linked but never fetched
+        log.append({"url": url, "host": host_key(url), "status": 200, "error": None, "bytes": 100,
+                    "fetched_at": 1_700_000_000.0 + i, "kind": "page"})
+        targets = [urls[(i + 1) % 12], urls[(i + 3) % 12], urls[(i + 3) % 12]]
+        links.append_page(url, fingerprint(url), fingerprint(host_key(url)),
+                          [(t, fingerprint(t), fingerprint(host_key(t)), "a", False) for t in targets])
+    log.close()
+    links.close()
+
+
+@pytest.mark.parametrize("experiment", ["partition", "cache", "order", "crawl"])
+def test_experiments_read_a_recorded_crawl(
+    experiment: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _write_crawl(tmp_path / "crawl")
+    extra = {"partition": ["--nodes", "2,3", "--intervals", "3"],
+             "cache": ["--min-log2", "0", "--max-log2", "3", "--slow-step", "1"],
+             "order": ["--batch", "2"], "crawl": ["--nodes", "1,2"]}[experiment]
+    assert main(["simulate", experiment, "--crawl", str(tmp_path / "crawl"), *extra]) == 0
+    out = capsys.readouterr().out
+    if experiment == "partition":
+        assert "9 pages crawled, 3 hosts, 27 links" in out
+    if experiment == "cache":
+        assert "27 references, 11 distinct keys" in out  # p1..p11 are linked, p0 is not
