@@ -17,7 +17,7 @@ def _item(url: str) -> CrawlItem:
 
 
 def _drain(frontier: Frontier, now: float) -> list[str]:
-    done = []
+    done: list[str] = []
     while True:
         item, _ = frontier.next_ready(now)
         if item is None:
