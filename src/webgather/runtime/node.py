@@ -159,7 +159,8 @@ class CrawlNode:
 
     def _page_budget_left(self) -> bool:
         limit = self.parts.config.max_pages
-        return limit is None or self.stats.pages + len(self._active) < limit
+        # a task that just ended is still in _active until its done-callback runs: count the running ones
+        return limit is None or self.stats.pages + sum(not t.done() for t in self._active) < limit
 
     async def _dispatch(self, group: asyncio.TaskGroup) -> None:
         frontier, clock = self.parts.frontier, self.parts.clock
