@@ -11,6 +11,7 @@ history of (interval, changed) observations, the change-rate estimate
 (:mod:`.estimate`), dead marks. A cycle (:mod:`.cycle`) reads that state,
 lets a revisit policy (:mod:`.policy`) pick the pages due under the cycle's
 fetch budget, queues them in the frontier past its seen-test, and runs the
-node; never-seen URLs share the budget. Pure: estimate, policy, simhash,
-observe. IO: state, hooks, cycle.
+node; never-seen URLs share the budget. A crawl made without re-crawl state
+is imported from its crawl log and archive (:mod:`.bootstrap`). Pure:
+estimate, policy, simhash, observe. IO: state, hooks, bootstrap, cycle.
 """

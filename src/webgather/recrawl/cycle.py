@@ -2,7 +2,8 @@
 
 A cycle (:func:`run_cycle`) opens the node's parts on ``config.out_dir`` (the
 frontier and archive of the crawl being kept fresh) and its
-:class:`~.state.UrlState`, then:
+:class:`~.state.UrlState` (started from the crawl log and the archive when
+the crawl was made without re-crawl state: :mod:`.bootstrap`), then:
 
 1. *plans*: the revisit policy (``recrawl.policy``) picks the active pages due
    now (:func:`~.policy.plan_revisits`) within the cycle's budget minus the
@@ -35,6 +36,7 @@ from typing import Any
 from webgather.config import CrawlConfig, RecrawlConfig
 from webgather.errors import ConfigError
 from webgather.frontier.model import CrawlItem
+from webgather.recrawl.bootstrap import import_crawl
 from webgather.recrawl.hooks import RecrawlHooks
 from webgather.recrawl.policy import POLICIES, plan_revisits
 from webgather.recrawl.state import STATE_NAME, CycleRow, UrlState
@@ -83,6 +85,7 @@ async def run_cycle(
     wall0 = clock.monotonic()
     state = UrlState.open(state_path(out_dir))
     try:
+        imported = import_crawl(state, out_dir)
         async with open_parts(config, out_dir, node_id=node_id, clock=clock, seeds=all_seeds) as parts:
             cycle = _begin(state, parts, config.recrawl)
             done = await _run_node(state, parts, config, cycle, all_seeds)
@@ -92,6 +95,7 @@ async def run_cycle(
                 state.set_cycle_status(cycle.id, "done", clock.wall())
             summary = _summary(state, parts, cycle, done, clock.monotonic() - wall0)
             summary["seeds"] = len(all_seeds)
+            summary["recrawl"]["imported"] = imported
     finally:
         state.close()
     write_summary(out_dir, summary)

@@ -125,6 +125,14 @@ class UrlState:
             self._db.execute(_PUT, _row(record))
             self._db.executemany(_COUNT, [(cycle, k, v) for k, v in counts.items() if v])
 
+    def put_many(self, records: Iterable[UrlRecord], cycle: int, counter: str) -> int:
+        """Save many records and add their number to the cycle's ``counter``, in one transaction."""
+        rows = [_row(r) for r in records]
+        with self._transaction():
+            self._db.executemany(_PUT, rows)
+            self._db.execute(_COUNT, (cycle, counter, len(rows)))
+        return len(rows)
+
     def records(self, where: str = "1", params: Sequence[Any] = ()) -> Iterator[UrlRecord]:
         """Records matching an SQL condition on the columns (internal callers only)."""
         for row in self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM urls WHERE {where} ORDER BY fp", params):

@@ -16,7 +16,7 @@ from webgather.store.crawllog import read_crawl_log
 from webgather.store.writer import ArchiveWriter
 from webgather.urls import fingerprint
 
-from recrawl_helpers import T0, check_revisits_point_at_latest_originals, html, result, warc_records
+from recrawl_records import T0, check_revisits_point_at_latest_originals, html, result, warc_records
 
 PROFILE = "http://netpreserve.org/warc/1.1/revisit/"
 _VOCAB = [f"word{i}" for i in range(300)]

@@ -8,7 +8,7 @@ from dataclasses import replace
 from webgather.recrawl.observe import UrlRecord, Visit, after_fetch, after_unfetched, conditional_headers, store_mode
 from webgather.store.warc import ArchiveRef
 
-from recrawl_helpers import T0, result
+from recrawl_records import T0, result
 
 URL = "http://a.test/p"
 REF = ArchiveRef("f.warc.gz", 0, 100, "<urn:uuid:1>", "sha1:AAAA", "2023-11-14T22:13:20Z", URL)

@@ -11,7 +11,7 @@ from webgather.recrawl.observe import UrlRecord
 from webgather.recrawl.state import CycleRow, UrlState
 from webgather.store.warc import ArchiveRef
 
-from recrawl_helpers import T0
+from recrawl_records import T0
 
 REF = ArchiveRef("f.warc.gz", 10, 100, "<urn:uuid:1>", "sha1:AAAA", "2023-11-14T22:13:20Z", "http://a.test/")
 
