@@ -1,0 +1,133 @@
+"""A crawl's definition, stored once in the backend so that a joining node needs only its name.
+
+The definition is what every node must agree on to crawl the same set: the
+config sections that decide what is fetched and how it is partitioned, the
+seeds (the scope of a ``seed-hosts`` crawl depends on them), M, the partition
+key, and the crawl's epoch (wall time of its start: load-balance intervals
+count from it on every node). ``webgather crawl`` stores it; ``webgather
+node --crawl NAME`` reads it and takes its settings from it, so nodes cannot
+disagree; a node that names a different M is refused with a one-line error.
+
+Per-node settings stay local: ``out_dir``, ``progress``, ``fetch.concurrency``.
+
+Storage: the Redis backend keeps it under ``wg:{crawl}:definition`` (``SET
+NX``: the first writer wins); the in-process hub keeps it beside the hub.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from webgather.cluster.inprocess import InProcessHub
+from webgather.cluster.redis import RedisBackend
+from webgather.cluster.transport import Backend
+from webgather.config import CrawlConfig, load
+from webgather.errors import ClusterError, IncompatibleCrawl
+
+__all__ = ["CrawlDefinition", "identity", "publish", "read"]
+
+LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "max_pages", "seeds")
+_HUB_DEFINITIONS: weakref.WeakKeyDictionary[InProcessHub, str] = weakref.WeakKeyDictionary()
+
+
+@dataclasses.dataclass(frozen=True)
+class CrawlDefinition:
+    config: dict[str, Any]
+    """Flattened config (dotted names), without the per-node keys."""
+    seeds: tuple[str, ...]
+    epoch: float
+
+    @classmethod
+    def of(cls, config: CrawlConfig, seeds: Sequence[str], epoch: float) -> CrawlDefinition:
+        flat = _flatten(dataclasses.asdict(config))
+        return cls({k: v for k, v in flat.items() if k not in LOCAL_KEYS}, tuple(seeds), round(epoch, 3))
+
+    @property
+    def n_buckets(self) -> int:
+        return int(self.config["cluster.n_buckets"])
+
+    @property
+    def partition_by(self) -> str:
+        return str(self.config["cluster.partition_by"])
+
+    def to_text(self) -> str:
+        return json.dumps({"config": self.config, "seeds": list(self.seeds), "epoch": self.epoch},
+                          sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_text(cls, text: str) -> CrawlDefinition:
+        try:
+            data = json.loads(text)
+            return cls(dict(data["config"]), tuple(str(s) for s in data["seeds"]), float(data["epoch"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ClusterError(f"stored crawl definition is unreadable: {exc}") from None
+
+    def crawl_config(self, **local: Any) -> CrawlConfig:
+        """The crawl's config with this node's local settings (dotted names, None = default)."""
+        values = dict(self.config)
+        values["seeds"] = self.seeds
+        values.update({k: v for k, v in local.items() if v is not None})
+        return load(None, {}, values)
+
+    def differences(self, other: CrawlDefinition) -> list[str]:
+        """Config keys whose values differ (the seeds and epoch may differ: a resumed crawl adds seeds)."""
+        keys = set(self.config) | set(other.config)
+        return sorted(k for k in keys if self.config.get(k) != other.config.get(k))
+
+
+def _flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[prefix + key] = list(value) if isinstance(value, tuple) else value
+    return flat
+
+
+def identity(definition: CrawlDefinition) -> dict[str, Any]:
+    """The settings every node registers (``register_crawl``): M, partition key, config digest."""
+    digest = hashlib.sha256(json.dumps(definition.config, sort_keys=True).encode()).hexdigest()[:16]
+    return {"n_buckets": definition.n_buckets, "partition_by": definition.partition_by, "config": digest}
+
+
+async def publish(backend: Backend, definition: CrawlDefinition) -> CrawlDefinition:
+    """Store ``definition`` unless the crawl has one; returns the stored one.
+
+    A stored definition whose config differs raises :class:`IncompatibleCrawl`
+    naming the keys (a resumed crawl must be started with the same options)."""
+    text = definition.to_text()
+    if isinstance(backend, RedisBackend):
+        key = backend.keys.prefix + "definition"
+        with backend.errors():
+            await backend.client.set(key, text, nx=True)
+            raw = await backend.client.get(key)
+        stored = raw.decode() if isinstance(raw, bytes) else str(raw)
+    elif isinstance(backend, InProcessHub):
+        stored = _HUB_DEFINITIONS.setdefault(backend, text)
+    else:
+        raise ClusterError(f"no definition store for backend {type(backend).__name__}")
+    found = CrawlDefinition.from_text(stored)
+    diff = found.differences(definition)
+    if diff:
+        raise IncompatibleCrawl(f"this crawl was started with other settings: {', '.join(diff)} differ")
+    return found
+
+
+async def read(backend: Backend) -> CrawlDefinition | None:
+    """The crawl's stored definition, or None if no crawl of that name was started."""
+    if isinstance(backend, RedisBackend):
+        with backend.errors():
+            raw = await backend.client.get(backend.keys.prefix + "definition")
+        if raw is None:
+            return None
+        return CrawlDefinition.from_text(raw.decode() if isinstance(raw, bytes) else str(raw))
+    if isinstance(backend, InProcessHub):
+        text = _HUB_DEFINITIONS.get(backend)
+        return None if text is None else CrawlDefinition.from_text(text)
+    raise ClusterError(f"no definition store for backend {type(backend).__name__}")

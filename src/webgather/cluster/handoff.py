@@ -1,0 +1,158 @@
+"""Which buckets a node reads, holds back, or hands over: the bucket side of a table change. Pure.
+
+A node's buckets are in one of three states:
+
+* **ready**: the node owns the bucket and has its state (queued items, seen
+  keys, host clocks); its URLs go straight to the local seen-test and its
+  stream's batches are applied as they come.
+* **awaiting**: the node has just gained the bucket and waits for the
+  previous owner's hand-off (:class:`~webgather.cluster.wire.Handoff`) on the
+  bucket's stream. Batches read before it are *held* (neither seen-tested nor
+  acked): they were sent before the old owner stopped, and the seen keys that
+  decide whether they are new are not here yet. The hand-off that releases the
+  bucket comes from the owner in the node's previous table (``expected``), or
+  from any node that is no longer alive (a dead node's state is re-sent by the
+  coordinator under the dead node's id). After the import, held deliveries are
+  applied in stream order and acked.
+* **leaving**: the node lost the bucket in the new table but still has its
+  state: it stops dispatching the bucket's hosts, waits for the fetches in
+  flight, exports the state and sends it on the bucket's stream, then drops it.
+
+:meth:`Ownership.adopt` applies a new table and says what to do; what
+:meth:`Ownership.classify` returns tells the receive loop what to do with one
+delivery. The node reports ``applied`` (no bucket awaiting or leaving) in its
+heartbeat, and the coordinator changes the table for a join or a leave only
+when every node has applied the current one, so hand-offs never chain.
+
+The first table a node adopts is read *before* its first heartbeat: if it
+already owns buckets there (table version 0, or a node restarted under its id
+before anyone noticed it had gone) it has their state and they are ready; a
+joining node owns nothing in it and gains its share in a later table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from webgather.cluster.mapping import BucketTable
+from webgather.cluster.transport import Delivery
+from webgather.errors import ClusterError
+
+__all__ = ["Action", "Awaiting", "Ownership", "Transition"]
+
+
+class Action(Enum):
+    APPLY = "apply"
+    """The node has the bucket's state: apply the payload now."""
+    HOLD = "hold"
+    """Keep it until the bucket's hand-off arrives."""
+    RELEASE = "release"
+    """This is the awaited hand-off: import it, then apply what was held."""
+    FORWARD = "forward"
+    """The bucket is no longer here: send the payload again (to its new owner), ack this."""
+
+
+@dataclass(slots=True)
+class Awaiting:
+    expected: str | None
+    """The previous owner, whose hand-off releases the bucket (None: any hand-off)."""
+    since: float
+    held: list[Delivery] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    gained: tuple[int, ...] = ()
+    lost: tuple[int, ...] = ()
+    """Ready buckets to export and hand over."""
+    lost_awaiting: tuple[int, ...] = ()
+    """Buckets lost before their hand-off arrived: forward what was held."""
+
+
+class Ownership:
+    """The bucket states of one node (module docstring)."""
+
+    def __init__(self, node: str) -> None:
+        self.node = node
+        self.table: BucketTable | None = None
+        self.ready: set[int] = set()
+        self.awaiting: dict[int, Awaiting] = {}
+        self.leaving: set[int] = set()
+
+    @property
+    def version(self) -> int | None:
+        return None if self.table is None else self.table.version
+
+    def adopt(self, table: BucketTable, now: float) -> Transition:
+        """Move to ``table`` (a newer version); returns the buckets gained and lost."""
+        old = self.table
+        if old is not None and table.version <= old.version:
+            return Transition()
+        if old is not None and old.n_buckets != table.n_buckets:
+            raise ClusterError(f"table has {table.n_buckets} buckets, this node has {old.n_buckets}")
+        self.table = table
+        mine = {b for b, owner in enumerate(table.owners) if owner == self.node}
+        if old is None:
+            self.ready = mine
+            return Transition()
+        had = self.ready | set(self.awaiting) | self.leaving
+        gained = sorted(mine - had)
+        lost = sorted((self.ready | self.leaving) - mine)
+        lost_awaiting = sorted(set(self.awaiting) - mine)
+        for bucket in gained:
+            self.awaiting[bucket] = Awaiting(old.owner(bucket), now)
+        for bucket in lost:
+            self.ready.discard(bucket)
+            self.leaving.add(bucket)
+        regained = self.leaving & mine  # lost and won back before the export: still ours
+        self.leaving -= regained
+        self.ready |= regained
+        return Transition(tuple(gained), tuple(b for b in lost if b not in regained), tuple(lost_awaiting))
+
+    def take_awaiting(self, bucket: int) -> Awaiting:
+        """Stop awaiting ``bucket`` (released or lost); returns what was held."""
+        return self.awaiting.pop(bucket)
+
+    def release(self, bucket: int) -> list[Delivery]:
+        """The hand-off of ``bucket`` was imported: it is ready; returns the held deliveries."""
+        waiting = self.awaiting.pop(bucket)
+        owner = self.table.owners[bucket] if self.table is not None else None
+        if owner == self.node:
+            self.ready.add(bucket)
+        else:
+            self.leaving.add(bucket)
+        return waiting.held
+
+    def handed_over(self, bucket: int) -> None:
+        """The bucket's state was sent and dropped."""
+        self.leaving.discard(bucket)
+
+    def classify(self, delivery: Delivery, handoff_sender: str | None, alive: set[str]) -> Action:
+        """What to do with ``delivery`` (``handoff_sender``: its sender if it is a hand-off)."""
+        waiting = self.awaiting.get(delivery.bucket)
+        if waiting is not None:
+            if handoff_sender is not None and (waiting.expected is None or handoff_sender == waiting.expected
+                                               or handoff_sender not in alive):
+                return Action.RELEASE
+            waiting.held.append(delivery)
+            return Action.HOLD
+        if delivery.bucket in self.ready or delivery.bucket in self.leaving:
+            return Action.APPLY
+        return Action.FORWARD
+
+    def reading(self) -> list[int]:
+        """Buckets whose streams this node reads (ready and awaiting)."""
+        return sorted(self.ready | set(self.awaiting))
+
+    def is_ready(self, bucket: int) -> bool:
+        return bucket in self.ready
+
+    def applied(self) -> bool:
+        """Every hand-off of the current table is done, at this node."""
+        return not self.awaiting and not self.leaving
+
+    def overdue(self, now: float, timeout_s: float, alive: set[str]) -> list[int]:
+        """Awaited buckets whose expected sender is dead and whose hand-off is late."""
+        return sorted(b for b, w in self.awaiting.items()
+                      if w.expected is not None and w.expected not in alive and now - w.since >= timeout_s)

@@ -1,0 +1,167 @@
+"""The coordinating duty: membership changes become bucket tables, and the crawl's end is detected.
+
+Every node heartbeats (``Membership.heartbeat``, TTL ``member_ttl_s``) with an
+info record (:data:`NodeInfo`: idle, applied table version, activity counter,
+load figures) and tries to take the coordinator lease on every beat; the
+holder runs :meth:`Coordinating.tick`. Any node can take over: the lease
+expires with its holder, and all state the duty needs is in the backend
+(table, members, counters), except how long a node has been missing, which
+a new holder simply starts observing again.
+
+One tick does at most one of these, in this order:
+
+1. **No table yet**: CAS the initial table over the live nodes.
+2. **Deaths**: a node that owns buckets and has had no heartbeat for
+   ``member_ttl_s`` (as observed by this holder) is dead. Its buckets are
+   spread over the live nodes (``plan_leave``, one CAS for all dead nodes),
+   then ``recover(dead, buckets)`` re-sends the dead node's state as hand-offs
+   (see ``runtime.cluster_recovery``). Deaths are acted on at once, even while
+   other hand-offs are under way. Counters ``recover.wanted.<node>`` and
+   ``recover.done.<node>`` let the next lease holder finish a recovery that
+   its predecessor began and did not end.
+3. **Joins and graceful leaves** (a node with ``leaving`` in its info): only
+   when every live node has applied the current table (its hand-offs done), so
+   one transition ends before the next begins; then ``plan_membership``.
+4. **Termination** (two-wave detection, no global "in transit" counter to get
+   wrong when a node dies between a send and an increment): a wave bumps the
+   ``probe`` counter, waits until every node has published info computed after
+   reading that probe, and holds if all are idle with their table applied; then
+   it checks that no bucket stream holds a payload (``scan_pending``). Two
+   consecutive holding waves with unchanged per-node activity counters mean no
+   node did anything between them, so the empty streams seen by the first scan
+   stayed empty and nothing remains: ``done`` is raised to ``runs`` (the number
+   of times seeds were submitted), and every node stops.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from webgather.cluster.mapping import BucketTable, initial, plan_leave, plan_membership
+from webgather.cluster.transport import Coordinator
+from webgather.runtime.clock import Clock
+
+__all__ = ["Coordinating", "NodeInfo", "dead_nodes", "recoveries_due"]
+
+NodeInfo = Mapping[str, Any]
+Recover = Callable[[str, tuple[int, ...]], Awaitable[None]]
+ScanPending = Callable[[], Awaitable[int]]
+WANTED = "recover.wanted."
+DONE = "recover.done."
+
+
+def dead_nodes(table: BucketTable, members: Mapping[str, NodeInfo], missing_since: dict[str, float],
+               now: float, grace_s: float) -> list[str]:
+    """Table nodes missing from ``members`` for at least ``grace_s`` (updates ``missing_since``)."""
+    for node in list(missing_since):
+        if node in members or node not in table.nodes:
+            del missing_since[node]
+    dead = []
+    for node in table.nodes:
+        if node not in members:
+            since = missing_since.setdefault(node, now)
+            if now - since >= grace_s:
+                dead.append(node)
+    return dead
+
+
+def recoveries_due(counters: Mapping[str, int]) -> list[str]:
+    """Nodes whose recovery was begun and not finished."""
+    return sorted(name[len(WANTED):] for name, n in counters.items()
+                  if name.startswith(WANTED) and n > counters.get(DONE + name[len(WANTED):], 0))
+
+
+def _all_applied(table: BucketTable, members: Mapping[str, NodeInfo]) -> bool:
+    return all(info.get("version") == table.version and info.get("applied") for info in members.values())
+
+
+class Coordinating:
+    """The lease holder's duty (module docstring). One object per node; ``tick`` when holding the lease."""
+
+    def __init__(self, coordinator: Coordinator, n_buckets: int, clock: Clock, *, grace_s: float,
+                 recover: Recover, scan_pending: ScanPending) -> None:
+        self.coordinator = coordinator
+        self.n_buckets = n_buckets
+        self.clock = clock
+        self.grace_s = grace_s
+        self.recover = recover
+        self.scan_pending = scan_pending
+        self.missing_since: dict[str, float] = {}
+        self.probe = 0
+        self.snapshot: dict[str, int] | None = None
+        self._checked_recoveries = False
+        self.events: list[tuple[float, str]] = []
+        """(wall time, what) of every table change made here (for logs and benches)."""
+
+    async def tick(self) -> None:
+        """One round of the duty; returns after at most one table change."""
+        coord = self.coordinator
+        members = await coord.members()
+        table = await coord.get_table()
+        live = sorted(n for n, info in members.items() if not info.get("leaving"))
+        if table is None:
+            if live and await coord.cas_table(None, initial(live, self.n_buckets)):
+                self._event(f"initial table over {', '.join(live)}")
+            return
+        if not self._checked_recoveries:
+            await self._finish_recoveries()
+        dead = dead_nodes(table, members, self.missing_since, self.clock.monotonic(), self.grace_s)
+        if dead:
+            await self._on_deaths(table, dead, live)
+            return
+        if set(live) != set(table.nodes) and live and _all_applied(table, members):
+            new = plan_membership(table, live)
+            if new is not table and await coord.cas_table(table.version, new):
+                self._event(f"table v{new.version} for nodes {', '.join(live)}")
+                self.snapshot = None
+            return
+        await self._termination(table, members)
+
+    async def _on_deaths(self, table: BucketTable, dead: list[str], live: list[str]) -> None:
+        if not live:
+            return
+        new = table
+        for node in dead:
+            new = plan_leave(new, node)
+        new = BucketTable(table.version + 1, table.n_buckets, new.owners)
+        if not await self.coordinator.cas_table(table.version, new):
+            return
+        self.snapshot = None
+        for node in dead:
+            self._event(f"node {node} dead: its {len(table.buckets_of(node))} buckets reassigned (v{new.version})")
+            await self.coordinator.incr(WANTED + node)
+            await self.recover(node, table.buckets_of(node))
+            await self.coordinator.incr(DONE + node)
+            self.missing_since.pop(node, None)
+
+    async def _finish_recoveries(self) -> None:
+        self._checked_recoveries = True
+        counters = await self.coordinator.counters()
+        for node in recoveries_due(counters):
+            await self.recover(node, ())
+            await self.coordinator.incr(DONE + node, counters[WANTED + node] - counters.get(DONE + node, 0))
+
+    async def _termination(self, table: BucketTable, members: Mapping[str, NodeInfo]) -> None:
+        coord = self.coordinator
+        if self.probe == 0 or any(int(info.get("probe", 0)) < self.probe for info in members.values()):
+            if self.probe == 0:
+                self.probe = await coord.incr("probe")
+            return
+        holding = (set(table.nodes) <= set(members) and _all_applied(table, members)
+                   and all(info.get("idle") for info in members.values()))
+        snap = {node: int(info.get("activity", 0)) for node, info in members.items()}
+        if holding:
+            holding = await self.scan_pending() == 0
+        if holding and snap == self.snapshot:
+            counters = await coord.counters()
+            runs, done = counters.get("runs", 0), counters.get("done", 0)
+            if runs > done:
+                await coord.incr("done", runs - done)
+                self._event("crawl finished: every node idle, no batch pending")
+            return
+        self.snapshot = snap if holding else None
+        self.probe = await coord.incr("probe")
+
+    def _event(self, what: str) -> None:
+        self.events.append((self.clock.wall(), what))

@@ -1,0 +1,300 @@
+"""The bucket side of a cluster node: the receive loop, hand-offs out and in.
+
+Receive loop: ``transport.receive(ready and awaiting buckets)`` -> decode ->
+for each delivery what :meth:`Ownership.classify` says: apply (a URL batch
+goes to the node's ``add_local``; a hand-off for a bucket already here is
+merged with ``import_bucket``), hold (behind an awaited hand-off), release
+(import the awaited hand-off, then apply what was held), or forward (the
+bucket left this node while the payload was on its way: send it again, the
+new owner reads it behind the hand-off). Then ``frontier.flush()`` (durable)
+and only then ``ack``: an acked batch is on disk. Batches delivered long ago
+and never acked (their reader died) are re-claimed every ``claim_idle_s``.
+
+Hand-off out (:meth:`BucketKeeper.handoff_loop`), for the buckets the node
+lost in a new table: every host of those buckets is held (deferred to
+``inf``: the dispatcher takes none, a completion keeps it held); the loop waits
+until none has a request or a robots.txt fetch in flight, then, with the
+receive loop paused, exports each bucket (``Frontier.export_bucket``; the
+clocks of held hosts become the full politeness delay, counted from the
+export, or the host's own later time), sends it on the bucket's stream and
+drops it. Send before drop: a crash in between re-sends from disk (merged
+harmlessly) rather than losing the bucket.
+
+Hand-off in: a released bucket claims the dead previous owner's unacked
+deliveries first (``claim_stale`` with no idle time), imports the state, then
+applies claimed and held deliveries in that order. Imported hosts with queued
+items fetch robots.txt again once their handed-over wait has passed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import sys
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+from webgather.cluster.handoff import Action, Ownership, Transition
+from webgather.cluster.router import Router, send_retrying
+from webgather.cluster.transport import Delivery, UrlTransport
+from webgather.cluster.wire import Handoff, Message, UrlBatch, decode, encode_handoff
+from webgather.errors import BackendUnavailable, ClusterError
+from webgather.frontier.bucket import BucketState, HostClock
+from webgather.runtime.node import CrawlNode
+from webgather.runtime.parts import NodeParts
+from webgather.urls import host_key
+
+__all__ = ["BucketKeeper", "bucket_hosts", "import_state", "stored_buckets"]
+
+MAX_BATCHES = 256
+QUIET_POLL_S = 0.01
+
+
+def bucket_hosts(parts: NodeParts, bucket: int) -> set[str]:
+    return set(parts.frontier.hosts_of_bucket.get(bucket, ()))
+
+
+def stored_buckets(parts: NodeParts) -> list[int]:
+    """Buckets of which the frontier holds anything (hosts or seen keys)."""
+    frontier = parts.frontier
+    return [b for b in range(frontier.n_buckets)
+            if frontier.hosts_of_bucket.get(b) or len(frontier.seen.export_bucket(b))]
+
+
+def import_state(parts: NodeParts, crawl: CrawlNode, state: BucketState) -> int:
+    """Import a handed-over bucket; hosts with queued items fetch robots.txt after their wait."""
+    count = parts.frontier.import_bucket(state)
+    waits = {c.host: c.wait_s if math.isfinite(c.wait_s) else 0.0 for c in state.hosts}
+    first_url: dict[str, str] = {}
+    for item in state.items:
+        first_url.setdefault(host_key(item.url), item.url)
+    crawl.adopt_hosts((h, u, waits.get(h, 0.0)) for h, u in first_url.items())
+    return count
+
+
+class BucketKeeper:
+    """Receive loop and hand-offs of one cluster node (module docstring)."""
+
+    def __init__(self, parts: NodeParts, crawl: CrawlNode, ownership: Ownership, transport: UrlTransport,
+                 router: Router, *, claim_idle_s: float, receive_block_s: float) -> None:
+        self.parts = parts
+        self.crawl = crawl
+        self.ownership = ownership
+        self.transport = transport
+        self.router = router
+        self.node = ownership.node
+        self.claim_idle_s = claim_idle_s
+        self.receive_block_s = receive_block_s
+        self.lock = asyncio.Lock()
+        self.alive: set[str] = set()
+        self.counts: Counter[str] = Counter()
+        self.busy = False
+        self.seq = 0
+        self._saved: dict[str, float] = {}
+        self._leaving = asyncio.Event()
+        self.log: list[tuple[float, str, int]] = []
+        """(wall time, "ready"|"lost", bucket): when buckets became ready here or left (tests check fetches)."""
+
+    # -- receiving --------------------------------------------------------------------
+    async def receive_loop(self) -> None:
+        clock = self.parts.clock
+        last_claim = clock.monotonic()
+        while True:
+            buckets = self.ownership.reading()
+            if not buckets:
+                await asyncio.sleep(self.receive_block_s)
+                continue
+            try:
+                got = await self.transport.receive(buckets, MAX_BATCHES, self.receive_block_s)
+                if clock.monotonic() - last_claim >= self.claim_idle_s / 2:
+                    last_claim = clock.monotonic()
+                    got += await self.transport.claim_stale(buckets, self.claim_idle_s)
+                if got:
+                    await self.process(got)
+            except BackendUnavailable as exc:
+                print(f"webgather node {self.node}: {exc}; retrying", file=sys.stderr)
+                await asyncio.sleep(1.0)
+
+    async def process(self, deliveries: Sequence[Delivery]) -> None:
+        """Apply, hold, release or forward each delivery; flush; ack what was done."""
+        async with self.lock:
+            self.busy = True
+            try:
+                acks: dict[int, list[str]] = defaultdict(list)
+                for delivery in deliveries:
+                    for done in await self._one(delivery):
+                        acks[done.bucket].append(done.delivery_id)
+                await self._ack(acks)
+            finally:
+                self.busy = False
+
+    async def _one(self, delivery: Delivery) -> list[Delivery]:
+        self.counts["deliveries"] += 1
+        message = self._decode(delivery)
+        if message is None:
+            return [delivery]
+        sender = message.sender if isinstance(message, Handoff) else None
+        action = self.ownership.classify(delivery, sender, self.alive)
+        if action is Action.APPLY:
+            self._apply(message)
+            return [delivery]
+        if action is Action.RELEASE:
+            return await self._release(delivery.bucket, delivery, message)
+        if action is Action.FORWARD:
+            self.counts["forwarded"] += 1
+            await send_retrying(self.transport, delivery.bucket, delivery.payload)
+            return [delivery]
+        self.counts["held"] += 1
+        return []
+
+    def _decode(self, delivery: Delivery) -> Message | None:
+        try:
+            return decode(delivery.payload)
+        except ClusterError as exc:
+            self.counts["bad_payloads"] += 1
+            print(f"webgather node {self.node}: dropped a bad payload in bucket {delivery.bucket}: {exc}",
+                  file=sys.stderr)
+            return None
+
+    def _apply(self, message: Message) -> None:
+        if isinstance(message, UrlBatch):
+            self.counts["batches"] += 1
+            self.crawl.add_local(list(message.items), self.parts.clock.monotonic())
+        else:
+            self.counts["handoffs_merged"] += 1
+            import_state(self.parts, self.crawl, message.state)
+
+    async def _release(self, bucket: int, delivery: Delivery | None, message: Message | None) -> list[Delivery]:
+        waiting = self.ownership.awaiting[bucket]
+        claimed: list[Delivery] = []
+        if waiting.expected is not None and waiting.expected not in self.alive:
+            claimed = await self.transport.claim_stale([bucket], 0.0)
+            self.counts["claimed"] += len(claimed)
+        if isinstance(message, Handoff):
+            self.counts["handoffs_in"] += 1
+            import_state(self.parts, self.crawl, message.state)
+        held = self.ownership.release(bucket)
+        if bucket in self.ownership.leaving:
+            self._leaving.set()  # lost again while awaited: hand it on
+        else:
+            self.log.append((self.parts.clock.wall(), "ready", bucket))
+        done = [delivery] if delivery is not None else []
+        seen = {d.delivery_id for d in done}
+        for extra in [*claimed, *held]:
+            if extra.delivery_id in seen:
+                continue
+            seen.add(extra.delivery_id)
+            decoded = self._decode(extra)
+            if decoded is not None:
+                self._apply(decoded)
+            done.append(extra)
+        return done
+
+    async def _ack(self, acks: dict[int, list[str]]) -> None:
+        if not acks:
+            return
+        self.parts.frontier.flush()
+        for bucket, ids in acks.items():
+            await self.transport.ack(bucket, ids)
+
+    async def release_overdue(self, buckets: Iterable[int]) -> None:
+        """Awaited buckets whose dead owner's state never came: start them empty."""
+        async with self.lock:
+            acks: dict[int, list[str]] = defaultdict(list)
+            for bucket in buckets:
+                if bucket in self.ownership.awaiting:
+                    self.counts["handoff_timeouts"] += 1
+                    for done in await self._release(bucket, None, None):
+                        acks[done.bucket].append(done.delivery_id)
+            await self._ack(acks)
+
+    # -- table changes -----------------------------------------------------------------
+    async def on_transition(self, transition: Transition) -> None:
+        """React to an adopted table: hand lost buckets over (in the background)."""
+        for bucket in transition.lost_awaiting:
+            await self._give_up_awaiting(bucket)
+        for bucket in transition.gained:
+            self.counts["gained"] += 1
+        if transition.lost:
+            self._leaving.set()
+
+    async def _give_up_awaiting(self, bucket: int) -> None:
+        """Lost before its hand-off came: pass on what was held, and an empty hand-off."""
+        async with self.lock:
+            waiting = self.ownership.take_awaiting(bucket)
+            for delivery in waiting.held:
+                await send_retrying(self.transport, bucket, delivery.payload)
+            await self._ack({bucket: [d.delivery_id for d in waiting.held]} if waiting.held else {})
+            await self._send_state(BucketState(bucket, self.parts.frontier.n_buckets))
+
+    async def handoff_loop(self) -> None:
+        while True:
+            await self._leaving.wait()
+            self._leaving.clear()
+            while self.ownership.leaving:
+                await self.hand_over(sorted(self.ownership.leaving))
+
+    async def hand_over(self, buckets: list[int], merge: bool = False) -> None:
+        """Hold, wait for quiet, export, send and drop ``buckets`` (``merge``: orphans at start)."""
+        while True:
+            hosts = self._hold(buckets)
+            if not self._busy(hosts):
+                async with self.lock:
+                    hosts = self._hold(buckets)
+                    if not self._busy(hosts):
+                        await self._export_send_drop(buckets, hosts, merge)
+                        return
+            await asyncio.sleep(QUIET_POLL_S)
+
+    def _hold(self, buckets: list[int]) -> set[str]:
+        frontier = self.parts.frontier
+        hosts: set[str] = set()
+        for bucket in buckets:
+            hosts |= bucket_hosts(self.parts, bucket)
+        for host in hosts:
+            st = frontier.policy.known(host)
+            if st is not None and math.isfinite(st.next_allowed_at):
+                self._saved[host] = max(self._saved.get(host, 0.0), st.next_allowed_at)
+            frontier.defer_host(host, math.inf)
+        return hosts
+
+    def _busy(self, hosts: set[str]) -> bool:
+        in_flight = set(self.parts.frontier.in_flight_items.values())
+        return bool(hosts & in_flight) or bool(hosts & self.crawl.robots_busy)
+
+    async def _export_send_drop(self, buckets: list[int], hosts: set[str], merge: bool) -> None:
+        frontier, now = self.parts.frontier, self.parts.clock.monotonic()
+        states = [self._fixed_clocks(frontier.export_bucket(b), now) for b in buckets]
+        self.crawl.forget_hosts(hosts)
+        for state in states:
+            await self._send_state(state)
+            if state.items or state.hosts or len(state.seen_keys):
+                frontier.drop_bucket(state.bucket)
+            if not merge:
+                self.ownership.handed_over(state.bucket)
+                self.log.append((self.parts.clock.wall(), "lost", state.bucket))
+        for host in hosts:
+            self._saved.pop(host, None)
+        frontier.flush()
+
+    def _fixed_clocks(self, state: BucketState, now: float) -> BucketState:
+        policy = self.parts.frontier.policy
+        clocks = []
+        for clock in state.hosts:
+            st = policy.known(clock.host)
+            delay = policy.delay_s(st, None) + (policy.backoff_s(st.errors) if st is not None and st.errors else 0.0) \
+                if st is not None else 0.0
+            wait = max(delay, self._saved.get(clock.host, -math.inf) - now)
+            clocks.append(HostClock(clock.host, wait, clock.crawl_delay_s, clock.errors, clock.ip, clock.accepted))
+        return BucketState(state.bucket, state.n_buckets, state.items, state.seen_keys, tuple(clocks))
+
+    async def _send_state(self, state: BucketState) -> None:
+        self.seq += 1
+        payload = encode_handoff(self.node, self.seq, state)
+        await send_retrying(self.transport, state.bucket, payload)
+        self.counts["handoffs_out"] += 1
+        self.counts["handoff_bytes"] += len(payload)
+        self.counts["handoff_items"] += len(state.items)
+
+    def idle(self) -> bool:
+        return not self.busy and self.ownership.applied()

@@ -1,0 +1,139 @@
+"""Starting a cluster crawl, joining one, and running one node of it: what the commands call.
+
+* :func:`start_crawl` stores the crawl's definition (config, seeds, epoch; see
+  :mod:`webgather.cluster.definition`), registers its identity settings,
+  optionally creates the version-0 table over the nodes about to start (so a
+  ``--workers N`` crawl begins with no hand-off at all), sends the seeds to
+  their buckets' streams and counts a run (``runs``: the crawl is over when the
+  coordinating node raises ``done`` to it).
+* :func:`join_crawl` reads the definition and returns this node's config
+  (the crawl's, plus the node's local settings); a node naming another M is
+  refused.
+* :func:`run_cluster_node` runs one node under ``DIR/nodes/<node>/`` (its
+  own WARC files, crawl log, state and summary), holding the node's lock.
+
+Seeds are routed like links: a batch per bucket, read by whoever owns the
+bucket. Every start sends them again; the owner's seen-test drops repeats.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from webgather.cluster import definition as definitions
+from webgather.cluster.definition import CrawlDefinition
+from webgather.cluster.mapping import bucket_of, initial
+from webgather.cluster.router import send_retrying
+from webgather.cluster.transport import Backend
+from webgather.cluster.wire import encode_batch
+from webgather.config import CrawlConfig
+from webgather.errors import ClusterError, IncompatibleCrawl
+from webgather.fetch.resolver import load_resolve_file
+from webgather.frontier.frontier import Frontier
+from webgather.frontier.model import CrawlItem
+from webgather.runtime.clock import Clock, SystemClock
+from webgather.runtime.cluster_frontier import keyed_frontier
+from webgather.runtime.cluster_node import ClusterNode
+from webgather.runtime.cluster_recovery import NodeLock
+from webgather.runtime.parts import open_parts
+from webgather.runtime.pipeline import make_items
+from webgather.scope import Scope
+from webgather.store.summary import write_summary
+from webgather.urls import fingerprint, host_key, hostname
+
+__all__ = ["join_crawl", "partition_of", "run_cluster_node", "start_crawl", "submit_seeds"]
+
+SEED_SENDER = "seeds"
+
+
+def partition_of(config: CrawlConfig) -> tuple[Callable[[str], str] | None, type[Frontier]]:
+    """The partition key function (None: the host key) and the frontier class that follows it.
+
+    With ``partition_by = "ip"`` a host's key is its address in ``fetch.resolve_file``
+    (every node reads the same file, so all derive the same mapping); a host the
+    file does not name is its own key."""
+    if config.cluster.partition_by == "host":
+        return None, Frontier
+    if not config.fetch.resolve_file:
+        raise ClusterError("--partition-by ip needs --resolve FILE (the host -> address map every node shares)")
+    addresses = load_resolve_file(config.fetch.resolve_file)
+
+    def key(host: str) -> str:
+        name = hostname("http://" + host + "/")
+        return addresses.get(name, host)
+
+    return key, keyed_frontier(key)
+
+
+async def submit_seeds(backend: Backend, config: CrawlConfig, seeds: Sequence[str]) -> int:
+    """Send the in-scope seeds to their buckets' streams; returns how many were sent."""
+    items = make_items([CrawlItem(u, fingerprint(u), depth=0) for u in seeds], Scope(config.scope, seeds))
+    key, _ = partition_of(config)
+    by_bucket: dict[int, list[CrawlItem]] = defaultdict(list)
+    for item in items:
+        host = host_key(item.url)
+        by_bucket[bucket_of(key(host) if key else host, config.cluster.n_buckets)].append(item)
+    transport = backend.transport(SEED_SENDER)
+    for seq, (bucket, group) in enumerate(sorted(by_bucket.items()), 1):
+        await send_retrying(transport, bucket, encode_batch(SEED_SENDER, seq, group))
+    return len(items)
+
+
+async def start_crawl(backend: Backend, config: CrawlConfig, seeds: Sequence[str], *,
+                      nodes: Sequence[str] = (), epoch: float | None = None) -> CrawlDefinition:
+    """Define (or resume) the crawl, create the initial table over ``nodes``, send seeds, count a run."""
+    wanted = CrawlDefinition.of(config, seeds, epoch if epoch is not None else SystemClock().wall())
+    stored = await definitions.publish(backend, wanted)
+    coordinator = backend.coordinator()
+    await coordinator.register_crawl(definitions.identity(stored))
+    if nodes and await coordinator.get_table() is None:
+        await coordinator.cas_table(None, initial(nodes, stored.n_buckets))
+    await submit_seeds(backend, stored.crawl_config(), [*stored.seeds, *seeds])
+    await coordinator.incr("runs")
+    return stored
+
+
+async def join_crawl(backend: Backend, *, n_buckets: int | None = None, **local: Any) -> CrawlConfig:
+    """This node's config from the crawl's definition (``local``: dotted per-node settings)."""
+    found = await definitions.read(backend)
+    if found is None:
+        raise ClusterError("no crawl of that name has been started: start it with "
+                           "webgather crawl SEED... --redis URL --crawl NAME")
+    if n_buckets is not None and n_buckets != found.n_buckets:
+        raise IncompatibleCrawl(f"this node has --buckets {n_buckets} but the crawl has {found.n_buckets} buckets")
+    await backend.coordinator().register_crawl(definitions.identity(found))
+    return found.crawl_config(**local)
+
+
+async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: str, nodes_dir: Path,
+                           epoch: float, clock: Clock | None = None,
+                           on_start: Callable[[ClusterNode], None] | None = None,
+                           handle_signals: bool = False) -> dict[str, Any]:
+    """Run node ``node_id`` under ``nodes_dir/node_id`` until the crawl ends or it leaves; its summary."""
+    node_dir = nodes_dir / node_id
+    key, frontier_cls = partition_of(config)
+    with NodeLock(node_dir):
+        async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds,
+                              n_buckets=config.cluster.n_buckets, frontier_cls=frontier_cls) as parts:
+            parts.stats.started_at = epoch
+            parts.stats.interval_s = config.cluster.interval_s
+            node = ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls, partition_key=key)
+            if on_start is not None:
+                on_start(node)
+            if handle_signals:
+                _install_signals(node)
+            summary = await node.run()
+        write_summary(node_dir, summary)
+    return summary
+
+
+def _install_signals(node: ClusterNode) -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, node.leave)
+    loop.add_signal_handler(signal.SIGINT, node.stop)

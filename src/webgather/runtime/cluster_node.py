@@ -1,0 +1,228 @@
+"""One node of a cluster crawl: the one-node crawler plus router, bucket keeper, heartbeats, coordination.
+
+Composition (one ``TaskGroup``): :class:`~webgather.runtime.node.CrawlNode`
+(``linger``: it waits for work instead of ending when its frontier is empty;
+its links go through the :class:`~webgather.cluster.router.Router`, and a page
+completes only after its cross URLs are sent), the router's flusher, the
+:class:`~webgather.runtime.cluster_buckets.BucketKeeper` (receive loop and
+hand-off loop), the beat loop and the lease loop.
+
+Beat loop, every ``heartbeat_s``: read the counters (the crawl is over when
+``done >= runs``), the members (who is alive) and the table; adopt a newer
+table (:class:`~webgather.cluster.handoff.Ownership`); start buckets whose dead
+previous owner's state never came; then publish this node's info with its
+heartbeat (idle, activity, adopted version, load figures). Lease loop: take or
+renew the coordinator lease and, while holding it, run
+:class:`~webgather.cluster.membership.Coordinating`.
+
+Start: the table is read *before* the first heartbeat (see ``handoff``);
+buckets this node's state holds but does not own (it was away and its buckets
+were given to others) are handed to their owners as merges, then the node
+heartbeats and crawls. Ends: ``done`` (every node stops), :meth:`leave`
+(SIGTERM: say ``leaving``, hand every bucket over, then leave the membership),
+:meth:`stop` (SIGINT: stop now, keep the state; after ``member_ttl_s`` the
+others treat the node as dead and recover its buckets from its state).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from webgather.cachepolicy import make_cache
+from webgather.cluster.handoff import Ownership
+from webgather.cluster.membership import Coordinating
+from webgather.cluster.router import Router
+from webgather.cluster.transport import Backend
+from webgather.errors import BackendUnavailable
+from webgather.frontier.frontier import Frontier
+from webgather.runtime.cluster_buckets import BucketKeeper, stored_buckets
+from webgather.runtime.cluster_recovery import recover_node
+from webgather.runtime.node import CrawlNode
+from webgather.runtime.parts import NodeParts
+
+__all__ = ["ClusterNode"]
+
+INFO_INTERVALS = 120
+"""Most recent load intervals published in a node's heartbeat info."""
+SCAN_CONCURRENCY = 64
+
+
+class ClusterNode:
+    """A crawl node in a cluster (module docstring). ``await run()`` returns its summary figures."""
+
+    def __init__(self, parts: NodeParts, backend: Backend, *, nodes_dir: Path, frontier_cls: type[Frontier] = Frontier,
+                 partition_key: Any = None) -> None:
+        cluster = parts.config.cluster
+        self.parts = parts
+        self.node_id = parts.node_id
+        self.cfg = cluster
+        self.transport = backend.transport(self.node_id)
+        self.coordinator = backend.coordinator()
+        self.ownership = Ownership(self.node_id)
+        cache = make_cache(cluster.sent_cache_policy, cluster.sent_cache_entries) if cluster.sent_cache_entries else None
+        self.router = Router(self.node_id, self.transport, parts.clock, n_buckets=cluster.n_buckets,
+                             add_local=lambda items, now: [], is_local=self.ownership.is_ready,
+                             partition_key=partition_key, batch_urls=cluster.batch_urls,
+                             batch_wait_s=cluster.batch_wait_s, cache=cache)
+        self.crawl = CrawlNode(parts, router=self.router.route, linger=True, handle_signals=False,
+                               after_route=self.router.wait_routed)
+        self.router.add_local = self.crawl.add_local
+        self.keeper = BucketKeeper(parts, self.crawl, self.ownership, self.transport, self.router,
+                                   claim_idle_s=cluster.claim_idle_s, receive_block_s=min(0.2, cluster.heartbeat_s))
+        recover = partial(recover_node, nodes_dir=nodes_dir, config=parts.config, frontier_cls=frontier_cls,
+                          transport=self.transport, coordinator=self.coordinator)
+        self.coordinating = Coordinating(self.coordinator, cluster.n_buckets, parts.clock, grace_s=cluster.member_ttl_s,
+                                         recover=self._recovering(recover), scan_pending=self._scan_pending)
+        self.adoptions: list[tuple[float, int]] = []
+        self.recoveries: list[dict[str, Any]] = []
+        self.reason = ""
+        self._leaving = False
+        self._end = asyncio.Event()
+
+    # -- control ------------------------------------------------------------------------
+    def leave(self) -> None:
+        """Graceful leave: hand every bucket over, then stop (SIGTERM)."""
+        self._leaving = True
+
+    def stop(self, reason: str = "stopped") -> None:
+        """Stop now, keeping the state on disk (SIGINT)."""
+        if not self._end.is_set():
+            self.reason = reason
+            self._end.set()
+
+    def idle(self) -> bool:
+        return self.crawl.idle() and self.router.idle() and self.keeper.idle()
+
+    def activity(self) -> int:
+        stats, counts = self.parts.stats, self.keeper.counts
+        return (stats.attempts + stats.robots_fetches + stats.urls_new + counts["deliveries"]
+                + counts["handoffs_out"] + self.router.stats.messages)
+
+    # -- run ------------------------------------------------------------------------------
+    async def run(self) -> dict[str, Any]:
+        started = time.process_time(), self.parts.clock.monotonic()
+        table = await self.coordinator.get_table()
+        if table is not None:
+            await self._adopt(table)
+        orphans = [b for b in stored_buckets(self.parts) if not self.ownership.is_ready(b)]
+        if orphans:
+            await self.keeper.hand_over(orphans, merge=True)
+        await self._beat()
+        async with asyncio.TaskGroup() as group:
+            crawling = group.create_task(self.crawl.run())
+            loops = [group.create_task(loop) for loop in (
+                self.router.run(), self.keeper.receive_loop(), self.keeper.handoff_loop(),
+                self._beat_loop(), self._lease_loop())]
+            await self._end.wait()
+            self.crawl.stop()
+            await crawling
+            await self.router.flush()
+            for task in loops:
+                task.cancel()
+        if self.reason in ("done", "left"):
+            await self.coordinator.leave(self.node_id)
+        return self._summary(time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
+
+    async def _beat_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.cfg.heartbeat_s)
+            try:
+                await self._beat()
+            except BackendUnavailable as exc:
+                print(f"webgather node {self.node_id}: {exc}; retrying", file=sys.stderr)
+
+    async def _lease_loop(self) -> None:
+        while True:
+            try:
+                if await self.coordinator.try_lease(self.node_id, self.cfg.member_ttl_s):
+                    await self.coordinating.tick()
+            except BackendUnavailable as exc:
+                print(f"webgather node {self.node_id}: {exc}; retrying", file=sys.stderr)
+            await asyncio.sleep(self.cfg.heartbeat_s)
+
+    async def _beat(self) -> None:
+        coord = self.coordinator
+        counters = await coord.counters()
+        runs, done = counters.get("runs", 0), counters.get("done", 0)
+        if runs and done >= runs:
+            self.stop("done")
+        members = await coord.members()
+        self.keeper.alive = set(members)
+        table = await coord.get_table()
+        if table is not None and (self.ownership.version is None or table.version > self.ownership.version):
+            await self._adopt(table)
+        now = self.parts.clock.monotonic()
+        overdue = self.ownership.overdue(now, self.cfg.handoff_timeout_s, self.keeper.alive)
+        if overdue:
+            await self.keeper.release_overdue(overdue)
+        self._check_leave(members)
+        await coord.heartbeat(self.node_id, self._info(counters), self.cfg.member_ttl_s)
+
+    async def _adopt(self, table: Any) -> None:
+        async with self.keeper.lock:
+            first = self.ownership.table is None
+            transition = self.ownership.adopt(table, self.parts.clock.monotonic())
+            wall = self.parts.clock.wall()
+            self.adoptions.append((wall, table.version))
+            if first:
+                self.keeper.log.extend((wall, "ready", b) for b in sorted(self.ownership.ready))
+        await self.keeper.on_transition(transition)
+
+    def _check_leave(self, members: dict[str, dict[str, Any]]) -> None:
+        if not self._leaving:
+            return
+        others = [n for n, info in members.items() if n != self.node_id and not info.get("leaving")]
+        table = self.ownership.table
+        owns = table is not None and self.node_id in table.owners
+        if not others:
+            self.stop("stopped: last node")
+        elif not owns and self.ownership.applied() and self.crawl.idle():
+            self.stop("left")
+
+    def _recovering(self, recover: Any) -> Any:
+        async def run(dead: str, buckets: tuple[int, ...]) -> None:
+            self.recoveries.append(await recover(dead, buckets))
+        return run
+
+    async def _scan_pending(self) -> int:
+        n = self.cfg.n_buckets
+        for start in range(0, n, SCAN_CONCURRENCY):
+            counts = await asyncio.gather(*(self.transport.pending_count(b)
+                                            for b in range(start, min(n, start + SCAN_CONCURRENCY))))
+            if any(counts):
+                return sum(counts)
+        return 0
+
+    # -- figures --------------------------------------------------------------------------
+    def _info(self, counters: dict[str, int]) -> dict[str, Any]:
+        stats, frontier, router = self.parts.stats, self.parts.frontier, self.router.stats
+        last = max(stats.per_interval, default=-1)
+        return {
+            "idle": self.idle(), "activity": self.activity(), "probe": counters.get("probe", 0),
+            "version": self.ownership.version, "applied": self.ownership.applied(), "leaving": self._leaving,
+            "buckets": len(self.ownership.ready), "pages": stats.pages, "queued": frontier.pending(),
+            "in_flight": frontier.in_flight(), "messages": router.messages, "urls_sent": router.urls,
+            "bytes_sent": router.bytes, "cache_saved": router.cache_saved, "interval_s": stats.interval_s,
+            "epoch": stats.started_at, "wall": round(self.parts.clock.wall(), 3),
+            "intervals": {str(k): stats.per_interval[k] for k in range(max(0, last - INFO_INTERVALS + 1), last + 1)
+                          if stats.per_interval.get(k)},
+        }
+
+    def _summary(self, cpu_s: float, wall_s: float) -> dict[str, Any]:
+        stats = self.parts.stats.as_dict()
+        pages = int(stats["pages"])  # type: ignore[call-overload]
+        return {
+            **stats, "node": self.node_id, "end": self.reason, "frontier": self.parts.frontier.stats(),
+            "wall_s": round(wall_s, 3), "cpu_s": round(cpu_s, 3),
+            "pages_per_s": round(pages / wall_s, 1) if wall_s > 0 else 0.0,
+            "cpu_ms_per_page": round(1000 * cpu_s / pages, 3) if pages else None,
+            "epoch": self.parts.stats.started_at, "cross": self.router.stats.as_dict(),
+            "buckets": dict(self.keeper.counts), "adoptions": self.adoptions,
+            "ownership_log": self.keeper.log, "recoveries": self.recoveries,
+            "coordinator_events": self.coordinating.events,
+        }

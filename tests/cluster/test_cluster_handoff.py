@@ -1,0 +1,110 @@
+"""Ownership (bucket states of a node across tables) and the coordinating duty's pure parts."""
+
+from __future__ import annotations
+
+from webgather.cluster.handoff import Action, Ownership
+from webgather.cluster.inprocess import InProcessHub
+from webgather.cluster.mapping import initial, plan_join
+from webgather.cluster.membership import Coordinating, dead_nodes, recoveries_due
+from webgather.cluster.transport import Delivery
+from webgather.runtime.clock import FakeClock
+
+
+def _d(bucket: int, i: int = 1) -> Delivery:
+    return Delivery(bucket, str(i), b"x")
+
+
+def test_first_table_makes_own_buckets_ready() -> None:
+    own = Ownership("a")
+    table = initial(["a", "b"], 8)
+    assert own.adopt(table, 0.0).gained == ()
+    assert own.reading() == [0, 1, 2, 3] and own.applied()
+    assert own.classify(_d(0), None, {"a"}) is Action.APPLY
+    assert own.classify(_d(5), None, {"a"}) is Action.FORWARD
+
+
+def test_a_join_moves_buckets_to_awaiting_and_leaving() -> None:
+    table = initial(["a", "b"], 8)
+    joined = plan_join(table, "c")
+    a, c = Ownership("a"), Ownership("c")
+    a.adopt(table, 0.0)
+    c.adopt(table, 0.0)
+    lost = a.adopt(joined, 1.0).lost
+    gained = c.adopt(joined, 1.0).gained
+    assert lost and set(lost) <= set(gained)
+    bucket = lost[0]
+    assert not a.is_ready(bucket) and bucket in a.leaving and not a.applied()
+    # c holds batches until the hand-off from a (the owner in its previous table) arrives
+    assert c.classify(_d(bucket, 1), None, {"a", "b", "c"}) is Action.HOLD
+    assert c.classify(_d(bucket, 2), "b", {"a", "b", "c"}) is Action.HOLD
+    assert c.classify(_d(bucket, 3), "a", {"a", "b", "c"}) is Action.RELEASE
+    assert [d.delivery_id for d in c.release(bucket)] == ["1", "2"]
+    assert c.is_ready(bucket)
+    a.handed_over(bucket)
+    assert bucket not in a.leaving
+
+
+def test_a_dead_senders_handoff_releases_and_overdue_buckets_are_listed() -> None:
+    table = initial(["a", "b"], 4)
+    c = Ownership("c")
+    c.adopt(table, 0.0)
+    c.adopt(plan_join(table, "c"), 1.0)
+    bucket = next(iter(c.awaiting))
+    expected = c.awaiting[bucket].expected
+    other = "a" if expected == "b" else "b"
+    assert c.classify(_d(bucket), other, {"c", "a", "b"}) is Action.HOLD  # alive, not the expected sender
+    assert c.classify(_d(bucket, 2), "zz", {"c", "a", "b"}) is Action.RELEASE  # zz is dead
+    assert c.overdue(5.0, 10.0, {"c"}) == []
+    assert c.overdue(12.0, 10.0, {"c"}) == sorted(c.awaiting)
+    assert c.overdue(12.0, 10.0, {"c", expected}) == [b for b in sorted(c.awaiting) if c.awaiting[b].expected != expected]
+
+
+def test_dead_nodes_need_a_full_grace_period() -> None:
+    table = initial(["a", "b"], 4)
+    missing: dict[str, float] = {}
+    assert dead_nodes(table, {"a": {}}, missing, 0.0, 2.0) == []
+    assert dead_nodes(table, {"a": {}}, missing, 1.9, 2.0) == []
+    assert dead_nodes(table, {"a": {}}, missing, 2.0, 2.0) == ["b"]
+    assert dead_nodes(table, {"a": {}, "b": {}}, missing, 3.0, 2.0) == [] and missing == {}
+    assert recoveries_due({"recover.wanted.b": 2, "recover.done.b": 1, "recover.wanted.c": 1,
+                           "recover.done.c": 1}) == ["b"]
+
+
+async def test_coordinating_creates_the_table_then_detects_the_end() -> None:
+    clock = FakeClock()
+    hub = InProcessHub(8, clock)
+    coord = hub.coordinator()
+    pending = [0]
+
+    async def scan() -> int:
+        return pending[0]
+
+    async def recover(node: str, buckets: tuple[int, ...]) -> None:
+        raise AssertionError("nobody died")
+
+    duty = Coordinating(coord, 8, clock, grace_s=5.0, recover=recover, scan_pending=scan)
+    await coord.heartbeat("a", {}, 10.0)
+    await duty.tick()
+    table = await coord.get_table()
+    assert table is not None and table.nodes == ("a",)
+    await coord.incr("runs")
+
+    async def beat(idle: bool, activity: int) -> None:
+        probe = (await coord.counters()).get("probe", 0)
+        await coord.heartbeat("a", {"idle": idle, "activity": activity, "probe": probe,
+                                    "version": table.version, "applied": True}, 10.0)
+
+    for activity in range(4):  # busy: never done
+        await beat(False, activity)
+        await duty.tick()
+    pending[0] = 1
+    for _ in range(3):  # idle but a batch is pending: not done
+        await beat(True, 9)
+        await duty.tick()
+    pending[0] = 0
+    await beat(True, 9)
+    await duty.tick()  # first holding wave
+    assert (await coord.counters()).get("done", 0) == 0
+    await beat(True, 9)
+    await duty.tick()
+    assert (await coord.counters())["done"] == 1

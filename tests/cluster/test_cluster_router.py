@@ -1,0 +1,102 @@
+"""Router: own buckets local, cross URLs batched per bucket (R URLs or T seconds), sent-URL cache, page barrier."""
+
+from __future__ import annotations
+
+import asyncio
+
+from webgather.cachepolicy import LruCache
+from webgather.cluster.inprocess import InProcessHub
+from webgather.cluster.mapping import bucket_of
+from webgather.cluster.router import Router
+from webgather.cluster.wire import UrlBatch, decode
+from webgather.frontier.model import CrawlItem
+from webgather.runtime.clock import FakeClock
+from webgather.urls import fingerprint
+
+M = 16
+
+
+def _item(url: str) -> CrawlItem:
+    return CrawlItem(url, fingerprint(url), depth=1)
+
+
+def _router(hub: InProcessHub, clock: FakeClock, local_buckets: set[int], added: list[CrawlItem], **kw: object) -> Router:
+    def add_local(items: list[CrawlItem], now: float) -> list[CrawlItem]:
+        added.extend(items)
+        return items
+
+    return Router("a", hub.transport("a"), clock, n_buckets=M, add_local=add_local,
+                  is_local=local_buckets.__contains__, **kw)  # type: ignore[arg-type]
+
+
+def _urls_for(bucket: int, n: int) -> list[str]:
+    out, i = [], 0
+    while len(out) < n:
+        host = f"h{i}.test"
+        if bucket_of(host, M) == bucket:
+            out.append(f"http://{host}/p{len(out)}")
+        i += 1
+    return out
+
+
+async def test_local_items_go_to_add_local_and_cross_urls_wait_for_a_full_batch() -> None:
+    hub, clock, added = InProcessHub(M), FakeClock(), []
+    router = _router(hub, clock, {1}, added, batch_urls=3, batch_wait_s=10.0)
+    flusher = asyncio.create_task(router.run())
+    try:
+        local = [_item(u) for u in _urls_for(1, 2)]
+        remote = [_item(u) for u in _urls_for(2, 3)]
+        assert router.route(local + remote[:2], clock.monotonic()) == local
+        assert added == local
+        await asyncio.sleep(0.01)
+        assert router.stats.messages == 0 and not router.idle()
+        router.route(remote[2:], clock.monotonic())
+        await router.wait_routed()
+        got = await hub.transport("b").receive([2], 10, 0)
+        assert len(got) == 1
+        batch = decode(got[0].payload)
+        assert isinstance(batch, UrlBatch) and [i.url for i in batch.items] == [i.url for i in remote]
+        assert router.stats.messages == 1 and router.stats.urls == 3 and router.stats.local == 2
+        assert router.stats.bytes == len(got[0].payload) and router.idle()
+    finally:
+        flusher.cancel()
+
+
+async def test_a_partial_batch_goes_after_batch_wait_s_and_the_barrier_waits_for_it() -> None:
+    hub, added = InProcessHub(M), []
+    clock = FakeClock()
+    router = _router(hub, clock, set(), added, batch_urls=100, batch_wait_s=0.05)
+    flusher = asyncio.create_task(router.run())
+    try:
+        router.route([_item(_urls_for(3, 1)[0])], clock.monotonic())
+        barrier = asyncio.create_task(router.wait_routed())
+        await asyncio.sleep(0.02)
+        assert not barrier.done()
+        clock.advance(0.06)
+        await asyncio.wait_for(barrier, 2.0)
+        assert await hub.transport("b").pending_count(3) == 1
+    finally:
+        flusher.cancel()
+
+
+async def test_the_sent_url_cache_suppresses_repeats() -> None:
+    hub, clock, added = InProcessHub(M), FakeClock(), []
+    router = _router(hub, clock, set(), added, batch_urls=1, cache=LruCache(100))
+    flusher = asyncio.create_task(router.run())
+    try:
+        url = _urls_for(4, 1)[0]
+        for _ in range(5):
+            router.route([_item(url)], clock.monotonic())
+            await router.wait_routed()
+        assert router.stats.urls == 1 and router.stats.cache_saved == 4
+        assert await hub.transport("b").pending_count(4) == 1
+    finally:
+        flusher.cancel()
+
+
+async def test_flush_sends_everything_now() -> None:
+    hub, clock, added = InProcessHub(M), FakeClock(), []
+    router = _router(hub, clock, set(), added, batch_urls=100, batch_wait_s=100.0)
+    router.route([_item(u) for u in _urls_for(5, 2) + _urls_for(6, 1)], clock.monotonic())
+    await router.flush()
+    assert router.stats.messages == 2 and router.idle()
