@@ -74,6 +74,8 @@ class SqliteQueues:
         self.by_depth = by_depth
         self.host_cap = max(1, host_queue_memory)
         self.budget = max(1, queue_memory_items)
+        self.keep = self.host_cap
+        """Items a host's heap may hold now: ``host_cap``, lowered while RAM is over budget."""
         self.in_memory = 0
         self.rows = int(db.meta("rows") or 0)
         """Rows in the queue table: items queued or in flight."""
@@ -107,8 +109,10 @@ class SqliteQueues:
         self.rows += len(rows)
         if self.journal is not None:
             self.journal.ops.append(("push", host, rows))
-        if len(h.heap) > 2 * self.host_cap:
-            self._trim(h)
+        if len(h.heap) > 2 * self.keep:
+            self._trim(h, self.keep)
+        if self.in_memory > self.budget + self.budget // 8:
+            self._shrink()
         return self._head(h)
 
     def pop(self, host: str) -> tuple[CrawlItem, float | None]:
@@ -302,9 +306,9 @@ class SqliteQueues:
         if h.bound is not None:
             if order < h.bound:
                 self._admit(h, entry)
-        elif (len(h.heap) < self.host_cap and self.in_memory < self.budget) or (
+        elif (len(h.heap) < self.keep and self.in_memory < self.budget) or (
                 h.top is not None and order < h.top):
-            self._admit(h, entry)
+            self._admit(h, entry)  # the heap must stay a prefix: an item before its tail goes in
         else:
             h.bound = order
 
@@ -315,17 +319,36 @@ class SqliteQueues:
         if h.top is None or order > h.top:
             h.top = order
 
-    def _trim(self, h: _Host) -> None:
+    def _trim(self, h: _Host, keep: int) -> None:
+        """Keep the host's first ``keep`` items in RAM; the rest wait on disk."""
         h.heap.sort()
-        evicted = h.heap[self.host_cap:]
-        del h.heap[self.host_cap:]
-        self.in_memory -= len(evicted)
-        h.bound = (evicted[0][0], evicted[0][1])
-        h.top = (h.heap[-1][0], h.heap[-1][1])
+        evicted = len(h.heap) - keep
+        h.bound = (h.heap[keep][0], h.heap[keep][1])
+        del h.heap[keep:]
+        self.in_memory -= evicted
+        h.top = (h.heap[-1][0], h.heap[-1][1]) if h.heap else None
+
+    def _shrink(self) -> None:
+        """Over budget: cut the largest heaps to one level, so all fit in 3/4 of the budget."""
+        sizes = sorted(len(h.heap) for h in self._hosts.values())
+        target, level, below = self.budget * 3 // 4, 0, 0
+        for i, size in enumerate(sizes):  # water-filling: the highest level that fits
+            if below + size * (len(sizes) - i) > target:
+                level = max(0, (target - below) // (len(sizes) - i))
+                break
+            below += size
+        else:
+            return
+        for h in self._hosts.values():
+            if len(h.heap) > level:
+                self._trim(h, level)
+        self.keep = max(1, level)
 
     def _refill(self, h: _Host) -> None:
         self._write_rows()
-        chunk = min(self.host_cap, _REFILL_MAX)
+        if self.keep < self.host_cap and self.in_memory < self.budget // 2:
+            self.keep = min(self.host_cap, 2 * self.keep)
+        chunk = min(self.keep, _REFILL_MAX)
         taken = self._taken
         while not h.heap and h.bound is not None:
             rows = self._select(h.id, h.bound, chunk + 1)
