@@ -148,8 +148,13 @@ class Web:
 
 
 def crawl(f: Frontier, web: Web, until_seen: int, now: float) -> tuple[int, float]:
-    pages = 0
-    while f.stats()["seen"] < until_seen:
+    pages, report_at = 0, 1_000_000
+    while (seen := f.stats()["seen"]) < until_seen:
+        if seen >= report_at:
+            report_at += 1_000_000
+            s = f.stats()
+            print(f"  seen {seen:,} queued {s['queued']:,} in RAM {s['queued_in_memory']:,} {rss()}",
+                  file=sys.stderr, flush=True)
         for _ in range(1000):
             now += 0.0005
             item, _ = f.next_ready(now)
@@ -243,12 +248,11 @@ def main() -> int:
         for part in args.parts.split(","):
             cmd = [sys.executable, __file__, "--part", part, "--work", str(work), "--urls", str(args.urls),
                    "--hosts", str(args.hosts), "--seen-keys", str(args.seen_keys)] + (["--keep"] if args.keep else [])
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
             if proc.returncode:
-                print(proc.stderr, file=sys.stderr)
                 return proc.returncode
             print(f"== {part}")
-            print(json.dumps(json.loads(proc.stdout), indent=2))
+            print(json.dumps(json.loads(proc.stdout), indent=2), flush=True)
     finally:
         if not args.work and not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -292,6 +292,7 @@ class Frontier:
             "queued": self.queued, "in_flight": len(self.in_flight_items), "seen": len(self.seen),
             "cache_hits": self.seen.hits, "cache_lookups": self.seen.lookups,
             "dropped_by_host_cap": self.dropped_by_host_cap, "resumed_in_flight": self.resumed_in_flight,
+            "queued_in_memory": getattr(self.queues, "in_memory", self.queued),
         }
         out.update(self.policy.counts(self.last_now))
         return out
