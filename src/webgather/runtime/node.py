@@ -238,7 +238,7 @@ class CrawlNode:
             backoff = parts.config.politeness.backoff_base_s * (2 ** item.attempt)
             parts.frontier.retry(item, now, not_before=now + max(decision.not_before_s, backoff))
             return
-        extracted = extract(item, result, decision, parts.scope, self._host_fp)
+        extracted = extract(item, result, decision, parts.scope, self._host_fp, want_text=self._hooks is not None)
         self.stats.links_found += extracted.links_found
         entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
         self._route(extracted.items, now)
