@@ -13,10 +13,13 @@ costs (seeded) and the two-stage partition, and reports, per node count:
 * the per-interval load variance of the raw per-node shares (documents' Table 1),
   with ``n_intervals`` intervals ("hours") up to T.
 
-Where scaling stops: :func:`host_bound_s` is the shortest time in which the biggest
-host can be crawled at all (its pages' fetch times plus the politeness gaps, one
-at a time); no number of nodes beats it, and the breadth-first discovery of hosts
-limits how many hosts have work early on.
+Where scaling stops: one node with all slots busy fetches ``concurrency / mean
+fetch time`` pages/s; politeness lets the whole cluster fetch at most ``hosts /
+(politeness + mean fetch time)`` pages/s, so beyond the ratio of the two, nodes
+add nothing (and fewer hosts have work early in a breadth-first crawl).
+:func:`host_bound_s` is the shortest time in which the biggest host can be
+crawled at all (its pages one at a time with the politeness gaps): no number of
+nodes finishes the crawl sooner.
 """
 
 from __future__ import annotations
@@ -69,6 +72,10 @@ class CrawlResult:
     horizon_s: float
     reachable: int
     host_bound_s: float
+    politeness_pages_per_s: float
+    """Most pages/s any cluster can fetch: every reached host once per (politeness + mean fetch)."""
+    node_pages_per_s: float
+    """Pages/s of one node whose slots are all busy: concurrency / mean fetch time."""
     curves: dict[int, FloatArray] = field(repr=False)
     """Per node count: fetch completion times, ascending."""
 
@@ -138,7 +145,10 @@ def run(graph: LinkGraph, nodes: Sequence[int] = (1, 2, 4, 8, 16),
     half = max(1, reachable.size // 2)
     rows = tuple(_row(runs[n], base, horizon_s, half, params, n_intervals) for n in counts)
     bound = host_bound_s(graph, costs, reachable, params.politeness_s)
+    mean_cost = float(costs[reachable].mean())
+    hosts = np.unique(np.asarray(graph.page_host, dtype=np.int64)[reachable]).size
     return CrawlResult(rows, horizon_s, int(reachable.size), bound,
+                       hosts / (params.politeness_s + mean_cost), params.concurrency / mean_cost,
                        {n: r.fetch_time for n, r in runs.items()})
 
 
@@ -149,8 +159,11 @@ def table(result: CrawlResult) -> str:
     body = [[r.n, r.pages_at_horizon, r.speedup, DOC_SPEEDUP.get(r.n, float("nan")), r.t50_s,
              r.speedup_t50, r.slot_util, r.cpu_util, r.msgs_per_page, r.cross_per_page,
              r.interval_var_mean, r.interval_var_max, r.end_s] for r in result.rows]
+    ratio = result.politeness_pages_per_s / result.node_pages_per_s
     title = (f"crawl: {result.reachable:,} reachable pages; horizon T = {result.horizon_s:,.0f} s; "
-             f"slowest host alone needs {result.host_bound_s:,.0f} s (no cluster can finish sooner)")
+             f"slowest host alone needs {result.host_bound_s:,.0f} s (no cluster can finish sooner)\n"
+             f"one busy node: {result.node_pages_per_s:,.1f} pages/s; politeness allows at most "
+             f"{result.politeness_pages_per_s:,.1f} pages/s in all, so scaling stops near n = {ratio:.1f}")
     return render(headers, body, title)
 
 

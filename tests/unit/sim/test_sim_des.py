@@ -8,6 +8,7 @@ import pytest
 from webgather.errors import AnalysisError, ConfigError
 from webgather.sim import crawl
 from webgather.sim.des import CrawlParams, page_costs, simulate
+from webgather.sim.traces import bfs_order
 
 from .conftest import make_graph
 
@@ -88,8 +89,16 @@ def test_speedup_experiment_on_a_small_web() -> None:
     n = hosts * per
     edges = [(i, int(j)) for i in range(n) for j in rng.integers(0, n, 5)]
     params = CrawlParams(concurrency=2, politeness_s=0.5)
-    result = crawl.run(make_graph(edges, np.repeat(np.arange(hosts), per).tolist()), [1, 2, 4],
-                       params, seeds=[0])
+    graph = make_graph(edges, np.repeat(np.arange(hosts), per).tolist())
+    result = crawl.run(graph, [1, 2, 4], params, seeds=[0])
+    costs = page_costs(graph, params, np.random.default_rng(0))  # run() draws with seed 0 too
+    reached = bfs_order(graph, [0])
+    assert result.reachable == reached.size
+    assert all(curve.size == reached.size for curve in result.curves.values())
+    mean = costs[reached].mean()
+    assert result.node_pages_per_s == pytest.approx(2 / mean)
+    reached_hosts = np.unique(graph.page_host[reached]).size
+    assert result.politeness_pages_per_s == pytest.approx(reached_hosts / (0.5 + mean))
     rows = {r.n: r for r in result.rows}
     assert rows[1].speedup == 1.0
     assert rows[4].pages_at_horizon > rows[1].pages_at_horizon
