@@ -8,6 +8,8 @@ the like, which the kernel may reclaim) are read from ``/proc/self/status``.
   CachedSeen (CLOCK, 50 000 entries) on a stream with repeats.
 * ``disk``: DiskSeen filled with ``--seen-keys`` random keys (memory tier 4 M,
   the default ``seen_memory_entries``), then batched lookups, half present.
+* ``hotpath``: CPU per page of ``add`` (25 links) + ``next_ready`` + ``complete``,
+  memory and persistent frontier, with all links new or 20 % new.
 * ``frontier``: a persistent Frontier (default config) crawls a synthetic web:
   each step takes the next ready URL, adds its 25 links (20 on the same host,
   5 on random hosts of ``--hosts``; all new) and completes it, until
@@ -227,7 +229,40 @@ def crash_and_resume(state: Path, config: FrontierConfig, polite: PolitenessConf
     return out
 
 
-PARTS = {"seen": part_seen, "disk": part_disk, "frontier": part_frontier}
+def part_hotpath(args: argparse.Namespace) -> dict[str, Any]:
+    """CPU per page of add(25 links) + next_ready + complete, memory vs persistent frontier."""
+    out: dict[str, Any] = {}
+    pages = 20_000
+    for mode in ("memory", "persistent"):
+        for new_share in (1.0, 0.2):
+            state = None if mode == "memory" else Path(args.work) / "hot-state"
+            if state is not None:
+                shutil.rmtree(state, ignore_errors=True)
+            f = Frontier.open(state, FrontierConfig(), PolitenessConfig(min_delay_s=0.0, per_ip_connections=10**9))
+            web = Web(2000, seed=5)
+            batches = [web.links(f"http://h{i % 2000}.site{i % 997}.example/", 1) for i in range(pages)]
+            old = [it for b in batches[:200] for it in b]
+            rng = np.random.default_rng(6)
+            if new_share < 1.0:  # most links of a page were seen before, as in a real crawl
+                batches = [b[: int(25 * new_share)] + [old[int(k)] for k in rng.integers(0, len(old), 25 - int(25 * new_share))]
+                           for b in batches]
+            f.add(batches[0], 0.0)
+            t, now, done = time.process_time(), 0.0, 0
+            for batch in batches[1:]:
+                now += 0.001
+                item, _ = f.next_ready(now)
+                if item is None:
+                    break
+                f.add(batch, now)
+                f.complete(item, now)
+                done += 1
+            cpu = time.process_time() - t
+            f.close()
+            out[f"{mode}_new{int(new_share * 100)}pct"] = {"pages": done, "cpu_us_per_page": round(cpu / done * 1e6)}
+    return out
+
+
+PARTS = {"seen": part_seen, "disk": part_disk, "frontier": part_frontier, "hotpath": part_hotpath}
 
 
 def main() -> int:
@@ -235,7 +270,7 @@ def main() -> int:
     parser.add_argument("--urls", type=int, default=1_000_000, help="URLs discovered by the frontier part")
     parser.add_argument("--hosts", type=int, default=100_000)
     parser.add_argument("--seen-keys", type=int, default=2_000_000, help="entries of the disk tier part")
-    parser.add_argument("--parts", default="seen,disk,frontier")
+    parser.add_argument("--parts", default="hotpath,seen,disk,frontier")
     parser.add_argument("--work", default=None, help="directory for state (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the frontier state")
     parser.add_argument("--part", help=argparse.SUPPRESS)

@@ -213,3 +213,13 @@ def test_stats_name_the_counters_the_progress_display_reads(open_frontier) -> No
     assert s["hosts_ready"] == 1 and s["hosts_waiting"] == 0
     for key in ("hosts_backed_off", "cache_hits", "dropped_by_host_cap", "resumed_in_flight"):
         assert key in s
+
+
+@pytest.mark.parametrize("url", ["http://a.test/", "https://a.test:8443/x?y=1", "http://u:p@a.test/p",
+                                 "http://[::1]:81/", "http://a.test?q", "http://a.test", "http://xn--bcher-kva.test/a/b"])
+def test_hosts_are_grouped_by_host_key(url: str) -> None:
+    from webgather.urls import host_key
+
+    f = Frontier.open(None, FrontierConfig(), POLITE)
+    assert f.add([CrawlItem(url, fingerprint(url))], 0.0)
+    assert f.queued_hosts() == [(host_key(url), url)]
