@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
 from scipy.linalg import orthogonal_procrustes
+from threadpoolctl import threadpool_limits
 
 from webgather import gnp
 from webgather.errors import AnalysisError, ConfigError
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread() -> Iterator[None]:
+    """OpenBLAS threads oversubscribe the shared cores and slow scipy's optimizers 10x."""
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 def _dist(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -45,6 +55,8 @@ def test_hosts_placed_exactly_and_pairwise_distances_predicted() -> None:
 
 def test_predict_is_euclidean() -> None:
     assert gnp.predict(np.array([0.0, 0.0]), np.array([3.0, 4.0])) == pytest.approx(5.0)
+    assert list(gnp.relative_errors(np.array([10.0, 20.0]), np.array([12.0, 15.0]))) == \
+        pytest.approx([0.2, 0.25])
 
 
 def test_top_k_and_choose_node() -> None:
