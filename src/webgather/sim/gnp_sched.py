@@ -23,7 +23,8 @@ we use ``tol = 0.2`` unless told.
 
 Throughput (:func:`throughput`): sites are assigned to crawlers by ``random``
 (uniform), ``top1`` (the GNP-nearest crawler) or ``top3`` (one of the 3 nearest, at
-random), then the crawl is simulated (:mod:`webgather.sim.des`) with the true RTTs
+random), then the crawl is simulated (:mod:`webgather.sim.des`, seeded with every
+site's front page: the study knew its 203 sites) with the true RTTs
 added to each fetch (``rtt_factor`` round trips) and a per-crawler capacity
 (``concurrency`` slots, bandwidth). ``gain@T = pages_by_T / pages_by_T(random) - 1``
 with T the time the random assignment needs to fetch half the pages;
