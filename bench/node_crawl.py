@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 from webgather.commands.crawl import run_main_job
+from webgather.config import CrawlConfig
 from webgather.runtime.clock import SystemClock
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.closure import NOT_FETCHED, crawl_outcomes
@@ -71,7 +72,7 @@ def start_server(args: argparse.Namespace, directory: Path) -> tuple[subprocess.
     raise SystemExit("the server did not start")
 
 
-def bench_config(model: WebModel, seed: str, out: Path, concurrency: int):  # type: ignore[no-untyped-def]
+def bench_config(model: WebModel, seed: str, out: Path, concurrency: int) -> CrawlConfig:
     config = crawl_config_for(model.params, (seed,))
     return dataclasses.replace(
         config, out_dir=str(out / "crawl"), progress=False,
@@ -86,7 +87,7 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def compare(model: WebModel, seed: str, config, crawl_dir: Path) -> None:  # type: ignore[no-untyped-def]
+def compare(model: WebModel, seed: str, config: CrawlConfig, crawl_dir: Path) -> None:
     expected = crawl_outcomes(model, [seed], config, now_s=SystemClock().wall())
     fetched = {e["url"] for e in read_crawl_log(crawl_dir / "crawl.log.jsonl")
                if not e.get("retry") and e.get("kind") in ("page", "sitemap") and e.get("error") not in NOT_FETCHED}
