@@ -16,7 +16,7 @@ from typing import Any
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from webgather.recrawl.observe import UrlRecord
+from webgather.recrawl.observe import UrlRecord, content_age_s
 from webgather.recrawl.state import UrlState
 from webgather.store.crawllog import CRAWL_LOG_NAME, read_crawl_log
 from webgather.store.warc import ArchiveRef
@@ -48,6 +48,7 @@ def _record(url: str, entry: dict[str, Any], found: tuple[ArchiveRef, str | None
         fingerprint(url), url, str(entry.get("kind") or "page"), int(entry.get("depth") or 0),
         first_fetch_s=t, last_fetch_s=t, last_change_s=t, status=int(entry["status"]),
         etag=etag, last_modified=modified, digest=entry.get("digest"), original=ref, visits=1,
+        first_age_s=content_age_s(modified, t),
     )
 
 

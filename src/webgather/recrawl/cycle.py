@@ -37,7 +37,7 @@ from webgather.config import CrawlConfig, RecrawlConfig
 from webgather.errors import ConfigError
 from webgather.frontier.model import CrawlItem
 from webgather.recrawl.bootstrap import import_crawl
-from webgather.recrawl.hooks import RecrawlHooks
+from webgather.recrawl.hooks import RecrawlHooks, RobotsReuse
 from webgather.recrawl.policy import POLICIES, plan_revisits
 from webgather.recrawl.state import STATE_NAME, CycleRow, UrlState
 from webgather.runtime.clock import Clock, SystemClock
@@ -162,7 +162,7 @@ def _plan(state: UrlState, parts: NodeParts, cfg: RecrawlConfig, cycle_id: int) 
     chosen = plan_revisits(
         arrays.last_fetch_s, arrays.rate_per_s, arrays.n_obs, policy=cfg.policy, now=now, cycle_s=cfg.cycle_s,
         limit=limit, max_interval_s=cfg.max_interval_s, prior_weight=cfg.prior_weight,
-        death_rate=1.0 / cfg.page_life_s,
+        death_rate=1.0 / cfg.page_life_s, first_age_s=arrays.first_age_s,
     )
     fps = [int(fp) for fp in arrays.fp[chosen]]
     row = CycleRow(cycle_id, "planned", now, None, cfg.policy, budget, len(fps), queued)
@@ -185,7 +185,8 @@ async def _run_node(
         if left <= 0:
             return True
     parts.config = dataclasses.replace(config, max_pages=left)
-    node = CrawlNode(parts, hooks=RecrawlHooks(state, parts.writer.writer, config.recrawl, cycle.id))
+    robots = RobotsReuse(config.robots.ttl_s, config.fetch.user_agent, config.robots.max_bytes, parts.clock.wall)
+    node = CrawlNode(parts, hooks=RecrawlHooks(state, parts.writer.writer, config.recrawl, cycle.id, robots))
     node.add_seeds(seeds)
     await node.run()
     return parts.frontier.is_done() or (left is not None and parts.stats.pages >= left)

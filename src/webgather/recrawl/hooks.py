@@ -16,13 +16,18 @@
   URL's record is saved (one SQLite transaction) before the node completes
   the fetch in the frontier;
 * ``unfetched(item, error)``: a queued URL that got no request (dead host,
-  robots) clears its pending mark; a DNS failure counts toward death.
+  robots) clears its pending mark; a DNS failure counts toward death;
+* ``cached_robots(host)`` / ``robots_fetched(host, result)``: robots.txt
+  answers are kept in the state and reused by later cycles for
+  ``robots.ttl_s`` (RFC 9309: at most a day by default), so frequent cycles
+  do not fetch every host's robots.txt each time.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
 from webgather.config import RecrawlConfig
@@ -38,17 +43,18 @@ from webgather.recrawl.observe import (
 )
 from webgather.recrawl.simhash import SimHashIndex, simhash
 from webgather.recrawl.state import UrlState
+from webgather.robots.parse import RobotsRules, rules_for_response
 from webgather.store.records import sha1_digest
 from webgather.store.warc import ArchiveRef
 from webgather.store.writer import ArchiveWriter
 
-__all__ = ["FetchHooks", "LinkArgs", "RecrawlHooks"]
+__all__ = ["FetchHooks", "LinkArgs", "RecrawlHooks", "RobotsReuse"]
 
 LinkArgs = tuple[str, int, int, list[tuple[str, int, int, str, bool]]]
 
 
 class FetchHooks(Protocol):
-    """What a node asks of a re-crawl (module docstring); all three run on the event loop."""
+    """What a node asks of a re-crawl (module docstring); all run on the event loop."""
 
     def request_headers(self, item: CrawlItem) -> dict[str, str] | None: ...
 
@@ -58,11 +64,27 @@ class FetchHooks(Protocol):
 
     def unfetched(self, item: CrawlItem, error: str) -> None: ...
 
+    def cached_robots(self, host: str) -> RobotsRules | None: ...
+
+    def robots_fetched(self, host: str, result: FetchResult) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsReuse:
+    """How long and how robots.txt answers kept in the state are reused."""
+
+    ttl_s: float
+    user_agent: str
+    max_bytes: int
+    wall: Callable[[], float]
+
 
 class RecrawlHooks:
     """:class:`FetchHooks` over a node's :class:`UrlState` and archive writer, for one cycle."""
 
-    def __init__(self, state: UrlState, writer: ArchiveWriter, config: RecrawlConfig, cycle: int) -> None:
+    def __init__(self, state: UrlState, writer: ArchiveWriter, config: RecrawlConfig, cycle: int,
+                 robots: RobotsReuse | None = None) -> None:
+        self.robots = robots
         self.state = state
         self.writer = writer
         self.config = config
@@ -100,6 +122,19 @@ class RecrawlHooks:
             return
         after = after_unfetched(record, error, cycle=self.cycle, dead_after=self.config.dead_after_failures)
         self.state.put(after, self.cycle, {"unfetched": 1, "died": int(after.dead is not None and record.dead is None)})
+
+    def cached_robots(self, host: str) -> RobotsRules | None:
+        known = self.state.robots_get(host) if self.robots is not None else None
+        if self.robots is None or known is None or self.robots.wall() - known[2] >= self.robots.ttl_s:
+            return None
+        return rules_for_response(known[0], known[1], self.robots.user_agent, self.robots.max_bytes)
+
+    def robots_fetched(self, host: str, result: FetchResult) -> None:
+        """Keep the final answer of a robots.txt fetch that gave rules (2xx, 4xx, redirect trouble)."""
+        if self.robots is None or result.status is None:
+            return
+        status, body = (result.status, result.body) if not 300 <= result.status < 400 else (404, b"")
+        self.state.robots_put(host, status, body, result.started_at)
 
     def _fetch_visit(
         self, item: CrawlItem, result: FetchResult, digest: str | None, links: LinkArgs | None, text: str,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from email.utils import parsedate_to_datetime
 from typing import Literal
 
 from webgather.fetch.model import FetchResult
@@ -35,6 +36,7 @@ __all__ = [
     "after_fetch",
     "after_unfetched",
     "conditional_headers",
+    "content_age_s",
     "store_mode",
 ]
 
@@ -80,6 +82,8 @@ class UrlRecord:
     near_dup_of: str | None = None
     pending_cycle: int | None = None
     """The cycle whose revisit of this URL is queued and not done yet."""
+    first_age_s: float | None = None
+    """Age of the content at the first visit (fetch time - Last-Modified): a prior for the rate."""
 
 
 def conditional_headers(record: UrlRecord | None) -> dict[str, str] | None:
@@ -135,6 +139,8 @@ def after_fetch(
         etag=result.header("ETag") or (record.etag if visit.mode == "server-not-modified" else None),
         last_modified=result.header("Last-Modified") or (record.last_modified if visit.mode == "server-not-modified" else None),
     )
+    if previous is None and 200 <= result.status < 300:
+        record = replace(record, first_age_s=content_age_s(result.header("Last-Modified"), now))
     if visit.mode == "fetch":
         record = replace(
             record, status=result.status, digest=visit.digest, original=visit.ref,
@@ -150,6 +156,17 @@ def after_fetch(
 def after_unfetched(record: UrlRecord, error: str, *, cycle: int, dead_after: int) -> UrlRecord:
     """The record after a queued revisit that made no request (dead host, robots, ...)."""
     return _count_failure(replace(record, pending_cycle=None), error, cycle, dead_after)
+
+
+def content_age_s(last_modified: str | None, now: float) -> float | None:
+    """Seconds since ``last_modified`` (an HTTP date) at ``now``; None if absent, garbage or in the future."""
+    if not last_modified:
+        return None
+    try:
+        modified = parsedate_to_datetime(last_modified).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return now - modified if modified <= now else None
 
 
 def _changed(previous: UrlRecord | None, visit: Visit) -> bool | None:

@@ -2,7 +2,8 @@
 
 A policy turns per-page change rates ``lam`` (changes per second) and a budget
 (visits per second across the pages) into a revisit frequency ``f`` per page
-(visits per second); :func:`select_due` then picks the pages due in a cycle.
+(visits per second); :func:`select_due` then picks the most overdue pages
+for a cycle's budget.
 Every frequency is clipped to ``[f_min, f_max]``: ``f_max`` is one visit per
 cycle (a page is fetched at most once in a cycle), ``f_min`` one visit per
 ``max_interval_s`` (so that deaths and wrong estimates are noticed).
@@ -76,17 +77,23 @@ def age(lam: np.ndarray | float, f: np.ndarray | float) -> np.ndarray:
 
 
 def effective_rates(
-    estimates: np.ndarray, n_obs: np.ndarray, *, prior_weight: float, death_rate: float, fallback: float
+    estimates: np.ndarray, n_obs: np.ndarray, *, prior_weight: float, death_rate: float, fallback: float,
+    priors: np.ndarray | None = None,
 ) -> np.ndarray:
     """Rates for the policies: ``(n x est + w x prior) / (n + w) + death_rate``.
 
-    The prior is the mean estimate of pages with at least one observed
-    interval (``fallback`` when there are none).
+    A page's prior is its own (``priors``, e.g. from the age of its content
+    at the first visit) where finite, else the mean estimate of the pages with
+    at least one observed interval (``fallback`` when there are none).
     """
     est = np.asarray(estimates, dtype=float)
     n = np.asarray(n_obs, dtype=float)
     known = (n > 0) & np.isfinite(est)
-    prior = float(est[known].mean()) if known.any() else fallback
+    population = float(est[known].mean()) if known.any() else fallback
+    prior = np.full(est.size, population)
+    if priors is not None:
+        own = np.asarray(priors, dtype=float)
+        prior = np.where(np.isfinite(own), own, population)
     est = np.where(np.isfinite(est), est, prior)
     shrunk = (n * est + prior_weight * prior) / np.maximum(n + prior_weight, 1e-12)
     result: np.ndarray = shrunk + death_rate
@@ -144,23 +151,24 @@ def _bisect(freqs: Callable[[float], np.ndarray], budget: float, *, decreasing: 
     return freqs(math.exp(hi if decreasing else lo))
 
 
-def select_due(last_s: np.ndarray, f: np.ndarray, now: float, cycle_s: float, limit: int) -> np.ndarray:
-    """Indices of the pages to revisit in the cycle starting at ``now``, most overdue first.
+def select_due(last_s: np.ndarray, f: np.ndarray, now: float, limit: int) -> np.ndarray:
+    """Indices of the ``limit`` pages most overdue at ``now``, most overdue first.
 
-    A page is due when its ideal next visit (``last + 1/f``) falls before the
-    middle of this cycle; at most ``limit`` are taken, by overdue ratio
-    ``(now - last) x f``.
+    Overdue ratio: ``(now - last) x f``, the visits a page is owed since its
+    last one. The selection spends the whole budget every cycle (a backlog
+    scheduler): since the policy's frequencies add up to the budget, each page
+    is visited ``f`` times a second in the long run, and pages that were all
+    fetched at once (a first crawl) spread out over the cycles instead of
+    falling due together. Pages with ``f = 0`` are never taken.
     """
     last = np.asarray(last_s, dtype=float)
     freq = np.asarray(f, dtype=float)
-    with np.errstate(divide="ignore"):
-        interval = np.where(freq > 0, 1.0 / freq, np.inf)
-    due = np.flatnonzero(last + interval <= now + cycle_s / 2)
-    if limit <= 0 or due.size == 0:
+    urgency = (now - last) * freq
+    eligible = np.flatnonzero((freq > 0) & (urgency > 0))
+    if limit <= 0 or eligible.size == 0:
         return np.zeros(0, dtype=np.int64)
-    urgency = (now - last[due]) * freq[due]
-    order = np.argsort(-urgency, kind="stable")
-    return due[order[:limit]]
+    order = np.argsort(-urgency[eligible], kind="stable")
+    return eligible[order[:limit]]
 
 
 def plan_revisits(
@@ -175,17 +183,25 @@ def plan_revisits(
     max_interval_s: float,
     prior_weight: float,
     death_rate: float,
+    first_age_s: np.ndarray | None = None,
 ) -> np.ndarray:
     """Indices of the pages to revisit in the cycle starting at ``now``: at most ``limit``.
 
     The policy spends ``limit`` visits per cycle (``f_max`` = one visit per
-    cycle, ``f_min`` = one per ``max_interval_s``); with ``limit`` at least the
-    number of pages every page is due once per cycle.
+    cycle, ``f_min`` = one per ``max_interval_s``), on the most overdue pages;
+    with ``limit`` at least the number of pages every page is revisited once
+    per cycle. ``first_age_s`` (age of each page's content when first seen,
+    nan if unknown) gives each page its prior rate ``1 / (age + cycle_s)``:
+    under a Poisson process the age at a random time is exponential with
+    the page's rate, so a page last modified minutes ago is likely to change
+    soon and one untouched for months is not.
     """
     if limit <= 0 or last_s.size == 0:
         return np.zeros(0, dtype=np.int64)
     f_max = 1.0 / cycle_s
     f_min = min(1.0 / max_interval_s, f_max)
-    lam = effective_rates(rate_per_s, n_obs, prior_weight=prior_weight, death_rate=death_rate, fallback=f_max)
+    priors = None if first_age_s is None else 1.0 / (np.asarray(first_age_s, dtype=float) + cycle_s)
+    lam = effective_rates(rate_per_s, n_obs, prior_weight=prior_weight, death_rate=death_rate, fallback=f_max,
+                          priors=priors)
     f = allocate(policy, lam, min(limit, last_s.size) / cycle_s, f_min, f_max)
-    return select_due(last_s, f, now, cycle_s, limit)
+    return select_due(last_s, f, now, limit)

@@ -40,12 +40,15 @@ CREATE TABLE IF NOT EXISTS urls (
   first_fetch_s REAL, last_fetch_s REAL, last_change_s REAL, status INTEGER,
   etag TEXT, last_modified TEXT, digest TEXT, simhash INTEGER, original TEXT, links_digest TEXT,
   visits INTEGER, changes INTEGER, history TEXT, rate_per_s REAL, failures INTEGER,
-  dead TEXT, dead_cycle INTEGER, near_dup_of TEXT, pending_cycle INTEGER
+  dead TEXT, dead_cycle INTEGER, near_dup_of TEXT, pending_cycle INTEGER, first_age_s REAL
 );
 CREATE INDEX IF NOT EXISTS urls_dead ON urls(dead_cycle) WHERE dead IS NOT NULL;
 CREATE TABLE IF NOT EXISTS cycles (
   id INTEGER PRIMARY KEY, status TEXT NOT NULL, started_s REAL, finished_s REAL,
   policy TEXT, budget INTEGER, planned INTEGER, queued_before INTEGER
+);
+CREATE TABLE IF NOT EXISTS robots (
+  host TEXT PRIMARY KEY, status INTEGER, body BLOB, fetched_s REAL
 );
 CREATE TABLE IF NOT EXISTS cycle_counts (
   cycle INTEGER, name TEXT, n INTEGER, PRIMARY KEY (cycle, name)
@@ -78,6 +81,8 @@ class PlanArrays:
     last_fetch_s: np.ndarray
     rate_per_s: np.ndarray
     n_obs: np.ndarray
+    first_age_s: np.ndarray
+    """nan where unknown."""
 
 
 def _signed(fp: int) -> int:
@@ -140,7 +145,7 @@ class UrlState:
 
     def plan_arrays(self) -> PlanArrays:
         rows = self._db.execute(
-            "SELECT fp, last_fetch_s, rate_per_s, json_array_length(history) FROM urls"
+            "SELECT fp, last_fetch_s, rate_per_s, json_array_length(history), first_age_s FROM urls"
             " WHERE dead IS NULL AND pending_cycle IS NULL AND last_fetch_s IS NOT NULL ORDER BY fp"
         ).fetchall()
         return PlanArrays(
@@ -148,6 +153,7 @@ class UrlState:
             np.array([r[1] for r in rows], dtype=float),
             np.array([r[2] or 0.0 for r in rows], dtype=float),
             np.array([r[3] or 0 for r in rows], dtype=float),
+            np.array([math.nan if r[4] is None else r[4] for r in rows], dtype=float),
         )
 
     def simhashes(self) -> Iterator[tuple[int, int]]:
@@ -172,6 +178,16 @@ class UrlState:
         rows = self._db.execute(sql + (" AND dead_cycle = ?" if cycle is not None else "") + " ORDER BY url",
                                 (cycle,) if cycle is not None else ())
         return [(str(u), str(d)) for u, d in rows]
+
+    # -- robots.txt ----------------------------------------------------------------
+    def robots_get(self, host: str) -> tuple[int, bytes, float] | None:
+        """(status, body, wall time) of the host's last robots.txt answer, if any."""
+        row = self._db.execute("SELECT status, body, fetched_s FROM robots WHERE host = ?", (host,)).fetchone()
+        return None if row is None else (int(row[0]), bytes(row[1]), float(row[2]))
+
+    def robots_put(self, host: str, status: int, body: bytes, fetched_s: float) -> None:
+        self._db.execute("INSERT OR REPLACE INTO robots (host, status, body, fetched_s) VALUES (?, ?, ?, ?)",
+                         (host, status, body, fetched_s))
 
     # -- cycles ------------------------------------------------------------------
     def last_cycle(self) -> CycleRow | None:

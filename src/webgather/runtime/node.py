@@ -303,6 +303,10 @@ class CrawlNode:
             parts.frontier.defer_host(host, parts.clock.monotonic())
             return
         await self._learn_ip(host)
+        known = self._hooks.cached_robots(host) if self._hooks is not None else None
+        if known is not None:  # a re-crawl cycle reuses rules fetched within robots.ttl_s
+            await self._apply_robots(host, origin, known, False)
+            return
         outcome = await fetch_robots(
             origin, parts.http.fetch, parts.config.fetch.user_agent, parts.config.robots.max_bytes,
             hop_delay_s=parts.config.politeness.min_delay_s,
@@ -310,6 +314,8 @@ class CrawlNode:
         for result in outcome.results:
             self.stats.robots_fetches += 1
             await parts.writer.write(result, _robots_entry(result, self.node_id), None)
+        if self._hooks is not None and outcome.rules is not None:
+            self._hooks.robots_fetched(host, outcome.results[-1])
         await self._apply_robots(host, origin, outcome.rules, outcome.dns_failed)
 
     async def _learn_ip(self, host: str) -> None:

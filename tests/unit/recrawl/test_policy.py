@@ -82,12 +82,23 @@ def test_effective_rates_shrink_toward_the_population_mean() -> None:
 
 
 def test_select_due_takes_the_most_overdue_first() -> None:
-    last = np.array([0.0, 50.0, 90.0, 0.0])
-    f = np.array([1 / 100.0, 1 / 100.0, 1 / 100.0, 0.0])
-    assert select_due(last, f, now=100.0, cycle_s=10.0, limit=10).tolist() == [0]
-    assert select_due(last, f, now=145.0, cycle_s=10.0, limit=10).tolist() == [0, 1]
-    assert select_due(last, f, now=145.0, cycle_s=10.0, limit=1).tolist() == [0]
-    assert select_due(last, f, now=145.0, cycle_s=10.0, limit=0).tolist() == []
+    last = np.array([0.0, 50.0, 90.0, 0.0, 100.0])
+    f = np.array([1 / 100.0, 1 / 100.0, 1 / 50.0, 0.0, 1.0])
+    assert select_due(last, f, now=100.0, limit=10).tolist() == [0, 1, 2]
+    assert select_due(last, f, now=100.0, limit=2).tolist() == [0, 1]
+    assert select_due(last, f, now=145.0, limit=10).tolist() == [4, 0, 2, 1]
+    assert select_due(last, f, now=145.0, limit=0).tolist() == []
+
+
+def test_spending_the_budget_visits_pages_at_their_frequencies() -> None:
+    f = np.array([4.0, 2.0, 1.0, 1.0]) / 8.0  # visits per cycle: 0.5, 0.25, 0.125, 0.125 (sum 1)
+    last = np.zeros(4)
+    visits = np.zeros(4)
+    for cycle in range(1, 801):
+        for i in select_due(last, f, float(cycle), limit=1):
+            last[i] = cycle
+            visits[i] += 1
+    assert np.allclose(visits / 800, f, atol=0.01)
 
 
 def test_bad_arguments() -> None:
