@@ -85,14 +85,16 @@ def _from_page(
     links = followable(page)
     depth = item.depth + 1
     records: list[LinkRecord] = []
-    candidates: dict[str, CrawlItem] = {}
+    candidates: list[CrawlItem] = []
+    known: dict[str, tuple[int, int]] = {}  # pages repeat links: fingerprint each URL once
     for link in links:
         url = link.url
-        fp = fingerprint(url)
-        records.append((url, fp, host_fp(host_key(url)), link.anchor, link.nofollow))
-        if url not in candidates:
-            candidates[url] = CrawlItem(url, fp, depth=depth, priority=float(depth))
-    return Extracted(make_items(candidates.values(), scope), records, len(page.links), page.text)
+        fps = known.get(url)
+        if fps is None:
+            fps = known[url] = (fingerprint(url), host_fp(host_key(url)))
+            candidates.append(CrawlItem(url, fps[0], depth=depth, priority=float(depth)))
+        records.append((url, fps[0], fps[1], link.anchor, link.nofollow))
+    return Extracted(make_items(candidates, scope), records, len(page.links), page.text)
 
 
 def _from_sitemap(result: FetchResult, scope: Scope) -> Extracted:
