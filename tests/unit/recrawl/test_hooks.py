@@ -123,3 +123,30 @@ async def test_pages_gone_twice_are_dead(rig: Rig) -> None:
     assert sorted(rig.state.dead_urls(1)) == [(url, "410"), (host_gone, "dns")]
     assert rig.state.plan_arrays().fp.size == 0
     assert rig.state.cycle_counts(1)["died"] == 2
+
+
+async def test_robots_answers_are_reused_within_the_ttl(tmp_path: Path) -> None:
+    from webgather.recrawl.hooks import RobotsReuse
+
+    now = {"t": T0}
+    state = UrlState.open(tmp_path / "urls.sqlite")
+    writer = ArchiveWriter.open(tmp_path, "n0", StoreConfig())
+    try:
+        reuse = RobotsReuse(ttl_s=3600.0, user_agent="webgather-test", max_bytes=10_000, wall=lambda: now["t"])
+        hooks = RecrawlHooks(state, writer, RecrawlConfig(), 1, reuse)
+        assert hooks.cached_robots("a.test") is None
+        body = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 2\n"
+        hooks.robots_fetched("a.test", result("http://a.test/robots.txt", body))
+        hooks.robots_fetched("b.test", result("http://b.test/robots.txt", b"", 404))
+        hooks.robots_fetched("c.test", result("http://c.test/robots.txt", b"", 301))
+        now["t"] = T0 + 3599
+        rules = hooks.cached_robots("a.test")
+        assert rules is not None and not rules.allowed("http://a.test/private/x") and rules.allowed("http://a.test/")
+        assert rules.crawl_delay_s == 2.0
+        assert hooks.cached_robots("b.test") is not None and hooks.cached_robots("c.test") is not None
+        now["t"] = T0 + 3600
+        assert hooks.cached_robots("a.test") is None
+        assert RecrawlHooks(state, writer, RecrawlConfig(), 1).cached_robots("a.test") is None  # no reuse asked
+    finally:
+        writer.close()
+        state.close()

@@ -86,3 +86,18 @@ def test_gone_twice_is_dead_and_a_recovery_resets_the_count() -> None:
     dead = _after(rec, Visit(result(URL, b"gone", 404, T0 + 20), "identical-payload-digest", "sha1:G", REF))
     assert (dead.dead, dead.dead_cycle) == ("404", 3)
     assert not math.isnan(dead.last_fetch_s)
+
+
+def test_content_age_and_the_first_visit_prior() -> None:
+    from webgather.recrawl.observe import content_age_s
+
+    assert content_age_s("Tue, 14 Nov 2023 22:13:20 GMT", T0 + 100) == 100.0
+    assert content_age_s("Tue, 14 Nov 2023 22:13:20 GMT", T0 - 1) is None  # in the future
+    assert content_age_s("yesterday", T0) is None
+    assert content_age_s(None, T0) is None
+    first = _after(None, Visit(result(URL, b"x", t=T0 + 60, Last_Modified="Tue, 14 Nov 2023 22:13:20 GMT"),
+                               "fetch", "sha1:X", REF))
+    assert first.first_age_s == 60.0
+    later = _after(first, Visit(result(URL, b"y", t=T0 + 120, Last_Modified="Tue, 14 Nov 2023 22:14:00 GMT"),
+                                "fetch", "sha1:Y", REF))
+    assert later.first_age_s == 60.0
