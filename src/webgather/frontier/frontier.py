@@ -225,7 +225,7 @@ class Frontier:
         now = self.last_now if math.isfinite(self.last_now) else 0.0
         hosts = self._hosts_of(state.items)
         for host in set(hosts) | {clock.host for clock in state.hosts}:
-            if bucket_of(host, self.n_buckets) != state.bucket:
+            if self.bucket_for(host) != state.bucket:
                 raise FrontierError(f"host {host!r} is not in bucket {state.bucket}")
             if host not in self.bucket_of_host:
                 self._new_bucket(host)
@@ -337,8 +337,13 @@ class Frontier:
                 hosts[i] = host_key(items[i].url)
         return hosts
 
+    def bucket_for(self, host: str) -> int:
+        """The bucket of a host: ``bucket_of(host)``. A subclass may key buckets otherwise
+        (e.g. by the host's IP); seen keys, hand-off and import all follow this."""
+        return bucket_of(host, self.n_buckets)
+
     def _new_bucket(self, host: str) -> int:
-        bucket = bucket_of(host, self.n_buckets)
+        bucket = self.bucket_for(host)
         self.bucket_of_host[host] = bucket
         self.hosts_of_bucket.setdefault(bucket, set()).add(host)
         return bucket

@@ -224,17 +224,6 @@ class Politeness:
         self._ip_of.pop(host, None)
         return self._hosts.pop(host)
 
-    def restore(self, st: HostState, now: float) -> None:
-        """Adopt a host state exported elsewhere (its clocks already on this node's time)."""
-        st.active, st.stamp, st.where = 0, 0, _IDLE
-        old = self._hosts.get(st.host)
-        if old is not None and old.active:
-            raise ValueError(f"host {st.host!r} has requests in flight")
-        if st.host in self._ip_of:
-            st.group = self._ip_of[st.host]
-        self._hosts[st.host] = st
-        self._schedule(st, now)
-
     # -- internals ----------------------------------------------------------------
 
     def _start(self, st: HostState) -> None:

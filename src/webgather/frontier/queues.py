@@ -22,15 +22,10 @@ from typing import Protocol
 from webgather.errors import FrontierError
 from webgather.frontier.model import CrawlItem
 
-__all__ = ["HostQueues", "MemoryQueues", "QueueEntry", "item_key"]
+__all__ = ["HostQueues", "MemoryQueues", "QueueEntry"]
 
 QueueEntry = tuple[float, int, CrawlItem]
 """``(key, seq, item)``: heap order is the queue order."""
-
-
-def item_key(item: CrawlItem, by_depth: bool) -> float:
-    """The ordering key of an item: its depth (breadth-first) or its priority."""
-    return float(item.depth) if by_depth else item.priority
 
 
 class HostQueues(Protocol):

@@ -223,3 +223,19 @@ def test_hosts_are_grouped_by_host_key(url: str) -> None:
     f = Frontier.open(None, FrontierConfig(), POLITE)
     assert f.add([CrawlItem(url, fingerprint(url))], 0.0)
     assert f.queued_hosts() == [(host_key(url), url)]
+
+
+def test_a_subclass_may_key_buckets_otherwise(tmp_path: Path) -> None:
+    class ByFirstLetter(Frontier):
+        def bucket_for(self, host: str) -> int:
+            return ord(host[0]) % self.n_buckets
+
+    old = ByFirstLetter.open(tmp_path / "old", FrontierConfig(), POLITE, n_buckets=64)
+    new = ByFirstLetter.open(None, FrontierConfig(), POLITE, n_buckets=64)
+    old.add([item("http://a1.test/"), item("http://a2.test/"), item("http://b.test/")], 0.0)
+    state = old.export_bucket(ord("a") % 64)
+    assert sorted(i.url for i in state.items) == ["http://a1.test/", "http://a2.test/"]
+    assert new.import_bucket(state) == 2
+    assert old.drop_bucket(ord("a") % 64) == 2 and old.pending() == 1
+    assert new.add([item("http://a2.test/")], 0.0) == []
+    old.close()
