@@ -104,7 +104,7 @@ def print_cycle(summary: dict[str, Any]) -> None:
         f"status  {status}\n"
         f"archived {counts.get('bytes_archived', 0)} payload bytes; near-duplicates {counts.get('near_duplicates', 0)}\n"
         f"URLs {totals['urls']}: active {totals['active']}, dead {totals['dead']} "
-        f"(new this cycle: {len(r['dead_this_cycle'])})",
+        f"(new this cycle: {len(r['dead_this_cycle'])}); estimated freshness now {r['estimated_freshness']}",
         file=sys.stdout,
     )
     for url, reason in r["dead_this_cycle"][:20]:

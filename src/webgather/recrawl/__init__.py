@@ -11,7 +11,9 @@ history of (interval, changed) observations, the change-rate estimate
 (:mod:`.estimate`), dead marks. A cycle (:mod:`.cycle`) reads that state,
 lets a revisit policy (:mod:`.policy`) pick the pages due under the cycle's
 fetch budget, queues them in the frontier past its seen-test, and runs the
-node; never-seen URLs share the budget. A crawl made without re-crawl state
+node; never-seen URLs share the budget; robots.txt answers are reused
+across cycles for ``robots.ttl_s``. Each cycle's summary reports its
+counters, the dead pages and an estimated freshness of the collection. A crawl made without re-crawl state
 is imported from its crawl log and archive (:mod:`.bootstrap`). Pure:
 estimate, policy, simhash, observe. IO: state, hooks, bootstrap, cycle.
 """

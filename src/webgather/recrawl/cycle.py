@@ -38,7 +38,7 @@ from webgather.errors import ConfigError
 from webgather.frontier.model import CrawlItem
 from webgather.recrawl.bootstrap import import_crawl
 from webgather.recrawl.hooks import RecrawlHooks, RobotsReuse
-from webgather.recrawl.policy import POLICIES, plan_revisits
+from webgather.recrawl.policy import POLICIES, expected_freshness_now, plan_revisits
 from webgather.recrawl.state import STATE_NAME, CycleRow, UrlState
 from webgather.runtime.clock import Clock, SystemClock
 from webgather.runtime.crawl import merge_seeds
@@ -195,9 +195,11 @@ async def _run_node(
 def _summary(state: UrlState, parts: NodeParts, cycle: CycleRow, done: bool, wall_s: float) -> dict[str, Any]:
     stats = parts.stats.as_dict()
     dead = state.dead_urls()
+    last_s, rates = state.active_arrays()
     recrawl = {
         "cycle": cycle.id, "policy": cycle.policy, "budget": cycle.budget, "planned_revisits": cycle.planned,
         "cycle_done": done, "counts": state.cycle_counts(cycle.id), "totals": state.totals(),
+        "estimated_freshness": round(expected_freshness_now(last_s, rates, parts.clock.wall()), 4),
         "dead_this_cycle": [list(d) for d in state.dead_urls(cycle.id)][:MAX_DEAD_LISTED],
         "dead": [list(d) for d in dead[:MAX_DEAD_LISTED]],
     }

@@ -43,6 +43,7 @@ __all__ = [
     "age",
     "allocate",
     "effective_rates",
+    "expected_freshness_now",
     "freshness",
     "plan_revisits",
     "select_due",
@@ -74,6 +75,15 @@ def age(lam: np.ndarray | float, f: np.ndarray | float) -> np.ndarray:
     interval, rate = 1.0 / f_a[ok], lam_a[ok]
     out[ok] = interval / 2 - 1 / rate + (-np.expm1(-rate * interval)) / (rate**2 * interval)
     return out
+
+
+def expected_freshness_now(last_s: np.ndarray, rate_per_s: np.ndarray, now: float) -> float:
+    """Mean probability that a page has not changed since its last visit (Poisson at its estimated rate)."""
+    last = np.asarray(last_s, dtype=float)
+    if last.size == 0:
+        return 1.0
+    rate = np.nan_to_num(np.asarray(rate_per_s, dtype=float), nan=0.0, posinf=1e6)
+    return float(np.exp(-rate * np.maximum(now - last, 0.0)).mean())
 
 
 def effective_rates(

@@ -156,6 +156,13 @@ class UrlState:
             np.array([math.nan if r[4] is None else r[4] for r in rows], dtype=float),
         )
 
+    def active_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        """(last fetch time, rate estimate) of every active URL with a response."""
+        rows = self._db.execute(
+            "SELECT last_fetch_s, rate_per_s FROM urls WHERE dead IS NULL AND last_fetch_s IS NOT NULL"
+        ).fetchall()
+        return np.array([r[0] for r in rows], dtype=float), np.array([r[1] or 0.0 for r in rows], dtype=float)
+
     def simhashes(self) -> Iterator[tuple[int, int]]:
         for fp, value in self._db.execute("SELECT fp, simhash FROM urls WHERE simhash IS NOT NULL AND dead IS NULL"):
             yield _unsigned(fp), _unsigned(value)

@@ -107,3 +107,11 @@ def test_bad_arguments() -> None:
     with pytest.raises(ValueError):
         allocate("sometimes", np.ones(3), 1.0, 0.0, 1.0)  # type: ignore[arg-type]
     assert allocate("optimal", np.zeros(0), 1.0, 0.0, 1.0).size == 0
+
+
+def test_expected_freshness_now() -> None:
+    from webgather.recrawl.policy import expected_freshness_now
+
+    assert expected_freshness_now(np.zeros(0), np.zeros(0), 10.0) == 1.0
+    value = expected_freshness_now(np.array([0.0, 0.0]), np.array([0.0, np.log(2) / 10]), 10.0)
+    assert value == pytest.approx(0.75)
