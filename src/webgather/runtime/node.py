@@ -24,7 +24,9 @@ from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
 from webgather.runtime.parts import NodeParts
-from webgather.runtime.pipeline import HostFingerprints, extract, log_entry, make_items
+from webgather.runtime.pipeline import (
+    HostFingerprints, extract, link_log_args, log_entry, make_items, robots_entry, unfetched_entry,
+)
 from webgather.runtime.robots import fetch_robots
 from webgather.urls import canonicalize, fingerprint, host_key, hostname
 
@@ -244,7 +246,7 @@ class CrawlNode:
         self._route(extracted.items, now)
         if self._after_route is not None:
             await self._after_route()
-        links = _link_log_args(item, extracted.link_records, self._host_fp)
+        links = link_log_args(item, extracted.link_records, self._host_fp)
         if self._hooks is None:
             await parts.writer.write(result, entry, links)
         else:
@@ -257,7 +259,7 @@ class CrawlNode:
 
     async def _record_unfetched(self, item: CrawlItem, error: str, *, release_host: bool) -> None:
         parts = self.parts
-        entry = _unfetched_entry(item, error, self.node_id, parts.clock.wall())
+        entry = unfetched_entry(item, error, self.node_id, parts.clock.wall())
         await parts.writer.log(entry)
         self.stats.errors[error] += 1
         if self._hooks is not None:
@@ -267,7 +269,7 @@ class CrawlNode:
 
     async def _record_internal_error(self, item: CrawlItem, exc: Exception) -> None:
         parts = self.parts
-        entry = _unfetched_entry(item, "internal", self.node_id, parts.clock.wall())
+        entry = unfetched_entry(item, "internal", self.node_id, parts.clock.wall())
         entry["detail"] = f"{type(exc).__name__}: {exc}"[:300]
         try:
             await parts.writer.log(entry)
@@ -313,7 +315,7 @@ class CrawlNode:
         )
         for result in outcome.results:
             self.stats.robots_fetches += 1
-            await parts.writer.write(result, _robots_entry(result, self.node_id), None)
+            await parts.writer.write(result, robots_entry(result, self.node_id), None)
         if self._hooks is not None and outcome.rules is not None:
             self._hooks.robots_fetched(host, outcome.results[-1])
         await self._apply_robots(host, origin, outcome.rules, outcome.dns_failed)
@@ -368,34 +370,10 @@ class CrawlNode:
         self.parts.frontier.defer_host(host, self.parts.clock.monotonic())
         wall = self.parts.clock.wall()
         for item in dropped:
-            entry = _unfetched_entry(item, error, self.node_id, wall)
+            entry = unfetched_entry(item, error, self.node_id, wall)
             entry["detail"] = detail
             self.parts.writer.log_nowait(entry)
             self.stats.errors[error] += 1
             if self._hooks is not None:
                 self._hooks.unfetched(item, error)
-
-
-def _unfetched_entry(item: CrawlItem, error: str, node: str, wall: float) -> dict[str, object]:
-    return {
-        "url": item.url, "host": host_key(item.url), "status": None, "error": error,
-        "bytes": 0, "fetched_at": round(wall, 3), "kind": item.kind, "node": node,
-        "depth": item.depth, "attempt": item.attempt, "retry": False,
-    }
-
-
-def _robots_entry(result: FetchResult, node: str) -> dict[str, object]:
-    return {
-        "url": result.url, "host": host_key(result.url), "status": result.status,
-        "error": result.error, "bytes": len(result.raw_body), "fetched_at": round(result.started_at, 3),
-        "kind": "robots", "node": node, "retry": False, "elapsed_s": round(result.elapsed_s, 4),
-    }
-
-
-def _link_log_args(
-    item: CrawlItem, records: list[tuple[str, int, int, str, bool]] | None, host_fp: HostFingerprints
-) -> tuple[str, int, int, list[tuple[str, int, int, str, bool]]] | None:
-    if records is None:
-        return None
-    return (item.url, item.fp, host_fp(host_key(item.url)), records)
 

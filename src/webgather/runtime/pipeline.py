@@ -20,7 +20,7 @@ from webgather.parse.sitemap import parse_sitemap
 from webgather.scope import Scope
 from webgather.urls import canonicalize, fingerprint, host_key
 
-__all__ = ["Extracted", "extract", "log_entry", "make_items"]
+__all__ = ["Extracted", "extract", "link_log_args", "log_entry", "make_items", "robots_entry", "unfetched_entry"]
 
 LinkRecord = tuple[str, int, int, str, bool]
 
@@ -143,3 +143,31 @@ def log_entry(
         "ip": result.peer_ip,
         "detail": result.error_detail or None,
     }
+
+
+def unfetched_entry(item: CrawlItem, error: str, node: str, wall: float) -> dict[str, object]:
+    """The crawl-log line of a URL that was not requested (robots, dead host, internal error)."""
+    return {
+        "url": item.url, "host": host_key(item.url), "status": None, "error": error,
+        "bytes": 0, "fetched_at": round(wall, 3), "kind": item.kind, "node": node,
+        "depth": item.depth, "attempt": item.attempt, "retry": False,
+    }
+
+
+def robots_entry(result: FetchResult, node: str) -> dict[str, object]:
+    """The crawl-log line of one robots.txt request."""
+    return {
+        "url": result.url, "host": host_key(result.url), "status": result.status,
+        "error": result.error, "bytes": len(result.raw_body), "fetched_at": round(result.started_at, 3),
+        "kind": "robots", "node": node, "retry": False, "elapsed_s": round(result.elapsed_s, 4),
+    }
+
+
+def link_log_args(
+    item: CrawlItem, records: list[tuple[str, int, int, str, bool]] | None, host_fp: HostFingerprints
+) -> tuple[str, int, int, list[tuple[str, int, int, str, bool]]] | None:
+    """What the link log needs of a parsed page, or None when it was not parsed."""
+    if records is None:
+        return None
+    return (item.url, item.fp, host_fp(host_key(item.url)), records)
+
