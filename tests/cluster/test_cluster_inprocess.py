@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from crawl_helpers import (
+from cluster_crawl_helpers import (
     cluster_config,
     duplicates,
     fetch_entries,

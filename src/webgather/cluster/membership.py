@@ -12,7 +12,10 @@ One tick does at most one of these, in this order:
 
 1. **No table yet**: CAS the initial table over the live nodes.
 2. **Deaths**: a node that owns buckets and has had no heartbeat for
-   ``member_ttl_s`` (as observed by this holder) is dead. Its buckets are
+   ``member_ttl_s`` (as observed by this holder; ``startup_grace_s`` for a node
+   this holder has never seen alive: it may still be starting), and that is not
+   known alive by other means (``alive_hint``: on one machine, its directory
+   lock is held, so a node that stalls longer than the TTL is not torn apart), is dead. Its buckets are
    spread over the live nodes (``plan_leave``, one CAS for all dead nodes),
    then ``recover(dead, buckets)`` re-sends the dead node's state as hand-offs
    (see ``runtime.cluster_recovery``). Deaths are acted on at once, even while
@@ -52,8 +55,11 @@ DONE = "recover.done."
 
 
 def dead_nodes(table: BucketTable, members: Mapping[str, NodeInfo], missing_since: dict[str, float],
-               now: float, grace_s: float) -> list[str]:
-    """Table nodes missing from ``members`` for at least ``grace_s`` (updates ``missing_since``)."""
+               now: float, grace_s: float, seen: set[str] | None = None, startup_grace_s: float = 0.0) -> list[str]:
+    """Table nodes missing from ``members`` for at least ``grace_s`` (``startup_grace_s`` if not
+    in ``seen``: never observed alive). Updates ``missing_since`` and ``seen``."""
+    seen = set(table.nodes) if seen is None else seen
+    seen |= set(members)
     for node in list(missing_since):
         if node in members or node not in table.nodes:
             del missing_since[node]
@@ -61,7 +67,7 @@ def dead_nodes(table: BucketTable, members: Mapping[str, NodeInfo], missing_sinc
     for node in table.nodes:
         if node not in members:
             since = missing_since.setdefault(node, now)
-            if now - since >= grace_s:
+            if now - since >= (grace_s if node in seen else max(grace_s, startup_grace_s)):
                 dead.append(node)
     return dead
 
@@ -80,7 +86,8 @@ class Coordinating:
     """The lease holder's duty (module docstring). One object per node; ``tick`` when holding the lease."""
 
     def __init__(self, coordinator: Coordinator, n_buckets: int, clock: Clock, *, grace_s: float,
-                 recover: Recover, scan_pending: ScanPending) -> None:
+                 recover: Recover, scan_pending: ScanPending, startup_grace_s: float = 10.0,
+                 alive_hint: Callable[[str], bool] | None = None) -> None:
         self.coordinator = coordinator
         self.n_buckets = n_buckets
         self.clock = clock
@@ -88,6 +95,9 @@ class Coordinating:
         self.recover = recover
         self.scan_pending = scan_pending
         self.missing_since: dict[str, float] = {}
+        self.seen: set[str] = set()
+        self.startup_grace_s = startup_grace_s
+        self.alive_hint = alive_hint
         self.probe = 0
         self.snapshot: dict[str, int] | None = None
         self._checked_recoveries = False
@@ -97,6 +107,9 @@ class Coordinating:
     async def tick(self) -> None:
         """One round of the duty; returns after at most one table change."""
         coord = self.coordinator
+        counters = await coord.counters()
+        if counters.get("runs", 0) and counters.get("done", 0) >= counters["runs"]:
+            return  # the crawl is over: nodes leaving now are not dying
         members = await coord.members()
         table = await coord.get_table()
         live = sorted(n for n, info in members.items() if not info.get("leaving"))
@@ -106,14 +119,20 @@ class Coordinating:
             return
         if not self._checked_recoveries:
             await self._finish_recoveries()
-        dead = dead_nodes(table, members, self.missing_since, self.clock.monotonic(), self.grace_s)
+        dead = dead_nodes(table, members, self.missing_since, self.clock.monotonic(), self.grace_s,
+                          self.seen, self.startup_grace_s)
+        if self.alive_hint is not None:
+            dead = [node for node in dead if not self.alive_hint(node)]
         if dead:
             await self._on_deaths(table, dead, live)
             return
-        if set(live) != set(table.nodes) and live and _all_applied(table, members):
-            new = plan_membership(table, live)
+        leaving = {n for n, info in members.items() if info.get("leaving")}
+        # nodes merely missing stay until they are dead (step 2): only joins and announced leaves here
+        target = sorted((set(table.nodes) - leaving) | set(live))
+        if target and set(target) != set(table.nodes) and _all_applied(table, members):
+            new = plan_membership(table, target)
             if new is not table and await coord.cas_table(table.version, new):
-                self._event(f"table v{new.version} for nodes {', '.join(live)}")
+                self._event(f"table v{new.version} for nodes {', '.join(target)}")
                 self.snapshot = None
             return
         await self._termination(table, members)

@@ -126,6 +126,7 @@ class Router:
         self._pending_mark: int | None = None
         self._kick = asyncio.Event()
         self._progress = asyncio.Event()
+        self._closed = False
 
     # -- the hot path ------------------------------------------------------------------
     def bucket_of_host(self, host: str) -> int:
@@ -187,9 +188,14 @@ class Router:
         return not self._buffers and not self._sending
 
     # -- the flusher -----------------------------------------------------------------------
+    def close(self) -> None:
+        """End :meth:`run` (a cancellation can be lost inside the Redis client)."""
+        self._closed = True
+        self._kick.set()
+
     async def run(self) -> None:
-        """Send buffers as they become due, until cancelled."""
-        while True:
+        """Send buffers as they become due, until :meth:`close` (or cancelled)."""
+        while not self._closed:
             due, wait_s = self._take_due(self.clock.monotonic())
             if due:
                 await self._send_all(due)

@@ -92,6 +92,8 @@ class BucketKeeper:
         self.seq = 0
         self._saved: dict[str, float] = {}
         self._leaving = asyncio.Event()
+        self.closed = False
+        """Set at shutdown: the loops end (a cancellation can be lost inside the Redis client)."""
         self.log: list[tuple[float, str, int]] = []
         """(wall time, "ready"|"lost", bucket): when buckets became ready here or left (tests check fetches)."""
 
@@ -99,7 +101,7 @@ class BucketKeeper:
     async def receive_loop(self) -> None:
         clock = self.parts.clock
         last_claim = clock.monotonic()
-        while True:
+        while not self.closed:
             buckets = self.ownership.reading()
             if not buckets:
                 await asyncio.sleep(self.receive_block_s)
@@ -227,11 +229,15 @@ class BucketKeeper:
             await self._ack({bucket: [d.delivery_id for d in waiting.held]} if waiting.held else {})
             await self._send_state(BucketState(bucket, self.parts.frontier.n_buckets))
 
+    def close(self) -> None:
+        self.closed = True
+        self._leaving.set()
+
     async def handoff_loop(self) -> None:
-        while True:
+        while not self.closed:
             await self._leaving.wait()
             self._leaving.clear()
-            while self.ownership.leaving:
+            while self.ownership.leaving and not self.closed:
                 await self.hand_over(sorted(self.ownership.leaving))
 
     async def hand_over(self, buckets: list[int], merge: bool = False) -> None:

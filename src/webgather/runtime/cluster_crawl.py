@@ -97,7 +97,8 @@ async def start_crawl(backend: Backend, config: CrawlConfig, seeds: Sequence[str
     return stored
 
 
-async def join_crawl(backend: Backend, *, n_buckets: int | None = None, **local: Any) -> CrawlConfig:
+async def join_crawl(backend: Backend, *, n_buckets: int | None = None,
+                     **local: Any) -> tuple[CrawlConfig, CrawlDefinition]:
     """This node's config from the crawl's definition (``local``: dotted per-node settings)."""
     found = await definitions.read(backend)
     if found is None:
@@ -106,7 +107,7 @@ async def join_crawl(backend: Backend, *, n_buckets: int | None = None, **local:
     if n_buckets is not None and n_buckets != found.n_buckets:
         raise IncompatibleCrawl(f"this node has --buckets {n_buckets} but the crawl has {found.n_buckets} buckets")
     await backend.coordinator().register_crawl(definitions.identity(found))
-    return found.crawl_config(**local)
+    return found.crawl_config(**local), found
 
 
 async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: str, nodes_dir: Path,

@@ -41,7 +41,7 @@ from webgather.cluster.transport import Backend
 from webgather.errors import BackendUnavailable
 from webgather.frontier.frontier import Frontier
 from webgather.runtime.cluster_buckets import BucketKeeper, stored_buckets
-from webgather.runtime.cluster_recovery import recover_node
+from webgather.runtime.cluster_recovery import lock_held, recover_node
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts
 
@@ -50,6 +50,9 @@ __all__ = ["ClusterNode"]
 INFO_INTERVALS = 120
 """Most recent load intervals published in a node's heartbeat info."""
 SCAN_CONCURRENCY = 64
+FLUSH_TIMEOUT_S = 5.0
+STARTUP_GRACE_S = 10.0
+"""A node in the table never seen alive gets this long to start before it counts as dead."""
 
 
 class ClusterNode:
@@ -77,11 +80,14 @@ class ClusterNode:
         recover = partial(recover_node, nodes_dir=nodes_dir, config=parts.config, frontier_cls=frontier_cls,
                           transport=self.transport, coordinator=self.coordinator)
         self.coordinating = Coordinating(self.coordinator, cluster.n_buckets, parts.clock, grace_s=cluster.member_ttl_s,
-                                         recover=self._recovering(recover), scan_pending=self._scan_pending)
+                                         recover=self._recovering(recover), scan_pending=self._scan_pending,
+                                         startup_grace_s=max(STARTUP_GRACE_S, 3 * cluster.member_ttl_s),
+                                         alive_hint=lambda node: lock_held(nodes_dir / node))
         self.adoptions: list[tuple[float, int]] = []
         self.recoveries: list[dict[str, Any]] = []
         self.reason = ""
         self._leaving = False
+        self._closing = False
         self._end = asyncio.Event()
 
     # -- control ------------------------------------------------------------------------
@@ -121,15 +127,31 @@ class ClusterNode:
             await self._end.wait()
             self.crawl.stop()
             await crawling
-            await self.router.flush()
+            await self._flush_router()
+            self._closing = True
+            self.router.close()
+            self.keeper.close()
             for task in loops:
                 task.cancel()
         if self.reason in ("done", "left"):
-            await self.coordinator.leave(self.node_id)
+            try:
+                await self.coordinator.leave(self.node_id)
+            except BackendUnavailable as exc:
+                print(f"webgather node {self.node_id}: could not leave the membership: {exc}", file=sys.stderr)
         return self._summary(time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
 
+    async def _flush_router(self) -> None:
+        """Send what is buffered, if the backend answers soon. Dropping it is safe: every buffered
+        URL belongs to a page that has not completed (the page barrier) and is fetched again."""
+        try:
+            async with asyncio.timeout(FLUSH_TIMEOUT_S):
+                await self.router.flush()
+        except TimeoutError:
+            print(f"webgather node {self.node_id}: backend unavailable, unsent cross URLs dropped "
+                  "(their pages were not completed and will be fetched again)", file=sys.stderr)
+
     async def _beat_loop(self) -> None:
-        while True:
+        while not self._closing:
             await asyncio.sleep(self.cfg.heartbeat_s)
             try:
                 await self._beat()
@@ -137,7 +159,7 @@ class ClusterNode:
                 print(f"webgather node {self.node_id}: {exc}; retrying", file=sys.stderr)
 
     async def _lease_loop(self) -> None:
-        while True:
+        while not self._closing:
             try:
                 if await self.coordinator.try_lease(self.node_id, self.cfg.member_ttl_s):
                     await self.coordinating.tick()

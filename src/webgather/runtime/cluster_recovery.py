@@ -57,7 +57,7 @@ from webgather.errors import ClusterError
 from webgather.frontier.bucket import BucketState
 from webgather.frontier.frontier import Frontier
 
-__all__ = ["NodeLock", "recover_node"]
+__all__ = ["NodeLock", "lock_held", "recover_node"]
 
 LOCK_FILE = "node.lock"
 
@@ -94,6 +94,17 @@ class NodeLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def lock_held(node_dir: Path) -> bool:
+    """True if a running process holds the node's lock (it is alive, however late its heartbeat)."""
+    if not (Path(node_dir) / LOCK_FILE).exists():
+        return False
+    lock = NodeLock(node_dir)
+    if lock.acquire():
+        lock.release()
+        return False
+    return True
 
 
 class _DeadState:

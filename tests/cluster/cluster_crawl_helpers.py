@@ -95,3 +95,24 @@ def overlapping_owners(spans: dict[tuple[str, int], list[tuple[float, float]]]) 
 def slow_politeness(config: CrawlConfig, min_delay_s: float) -> CrawlConfig:
     return dataclasses.replace(config, politeness=PolitenessConfig(**{
         **dataclasses.asdict(config.politeness), "min_delay_s": min_delay_s}))
+
+
+def write_toml(config: CrawlConfig, path: Path) -> Path:
+    """The config's sections as a TOML file (for ``--config``): what a process node must agree on."""
+    lines = []
+    for section in ("politeness", "fetch", "scope", "robots", "cluster"):
+        lines.append(f"[{section}]")
+        for key, value in dataclasses.asdict(getattr(config, section)).items():
+            if value is None:
+                continue
+            if isinstance(value, bool):
+                text = "true" if value else "false"
+            elif isinstance(value, (int, float)):
+                text = repr(value)
+            elif isinstance(value, (tuple, list)):
+                text = "[" + ", ".join(f'"{v}"' for v in value) + "]"
+            else:
+                text = f'"{value}"'
+            lines.append(f"{key} = {text}")
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,47 @@
+"""``webgather cluster status --redis URL --crawl NAME``: nodes, buckets, pages/s, queues, traffic, balance.
+
+Reads only what the nodes publish (heartbeat info, bucket table, counters);
+changes nothing. ``--json`` prints the raw records instead of the table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("cluster", help="look at a cluster crawl")
+    cmds = parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND", required=True)
+    status = cmds.add_parser("status", help="nodes, buckets owned, pages/s, queues, cross-URL traffic, load balance")
+    status.add_argument("--redis", required=True, help="Redis URL of the crawl")
+    status.add_argument("--crawl", required=True, help="name of the crawl")
+    status.add_argument("--json", action="store_true", help="print members, table and counters as JSON")
+    status.set_defaults(func=_status)
+
+
+def _status(args: argparse.Namespace) -> int:
+    import uvloop
+
+    print(uvloop.run(_gather(args)))
+    return 0
+
+
+async def _gather(args: argparse.Namespace) -> str:
+    from webgather.cluster.mapping import MAX_BUCKETS
+    from webgather.cluster.redis import RedisBackend
+    from webgather.cluster.status import status_text
+
+    backend = await RedisBackend.connect(args.redis, args.crawl, MAX_BUCKETS)
+    try:
+        coordinator = backend.coordinator()
+        members, table, counters = await coordinator.members(), await coordinator.get_table(), await coordinator.counters()
+    finally:
+        await backend.aclose()
+    if args.json:
+        return json.dumps({"members": members, "table": table.shares() if table else None,
+                           "version": table.version if table else None, "counters": counters}, indent=2)
+    return status_text(members, table, counters, args.crawl)

@@ -1,0 +1,114 @@
+"""``webgather node --redis URL --crawl NAME --out DIR``: join a cluster crawl as one node.
+
+The node takes the crawl's settings from its stored definition (only the
+per-node ones come from this command line), writes under
+``DIR/nodes/<node id>/``, and runs until the crawl is over. SIGTERM: leave
+gracefully (hand every bucket over to the others first). SIGINT: stop at once
+keeping the state (the others recover its buckets after ``member_ttl_s``).
+
+:func:`run_cluster_main` is what ``webgather crawl`` runs with ``--workers``
+or ``--redis``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+from webgather.config import CrawlConfig
+from webgather.errors import ClusterError
+
+__all__ = ["default_node_id", "register", "run_cluster_main"]
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("node", help="join a cluster crawl (webgather crawl ... --redis URL --crawl NAME)")
+    add = parser.add_argument
+    add("--redis", required=True, help="Redis URL of the crawl (redis://, rediss:// or unix://)")
+    add("--crawl", required=True, help="name of the crawl to join")
+    add("--out", default="crawl-out", help="output directory; this node writes under OUT/nodes/<node id>/")
+    add("--node-id", default=None, help="this node's id (default: host name and process id)")
+    add("--buckets", type=int, default=None, help="M; refused if it differs from the crawl's")
+    add("--concurrency", type=int, default=None, help="requests in flight at this node")
+    add("--no-progress", action="store_true", help="accepted for symmetry with crawl; a node prints no progress")
+    parser.set_defaults(func=_main)
+
+
+def default_node_id() -> str:
+    return f"{socket.gethostname().split('.')[0] or 'node'}-{os.getpid()}"
+
+
+def _main(args: argparse.Namespace) -> int:
+    import uvloop
+
+    summary = uvloop.run(_join_and_run(args))
+    print(f"node {summary['node']}: {summary['pages']} pages in {summary['wall_s']} s "
+          f"({summary['pages_per_s']} pages/s), ended: {summary['end']}")
+    return 0
+
+
+async def _connect(url: str, crawl: str, n_buckets: int | None) -> Any:
+    from webgather.cluster import definition
+    from webgather.cluster.mapping import DEFAULT_BUCKETS
+    from webgather.cluster.redis import RedisBackend
+
+    backend = await RedisBackend.connect(url, crawl, n_buckets or DEFAULT_BUCKETS)
+    found = await definition.read(backend)
+    if found is not None and n_buckets is None and found.n_buckets != backend.n_buckets:
+        await backend.aclose()
+        backend = await RedisBackend.connect(url, crawl, found.n_buckets)
+    return backend
+
+
+async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
+    from webgather.runtime.cluster_crawl import join_crawl, run_cluster_node
+
+    backend = await _connect(args.redis, args.crawl, args.buckets)
+    try:
+        out = Path(args.out)
+        config, found = await join_crawl(backend, n_buckets=args.buckets, out_dir=str(out), progress=False,
+                                         **{"fetch.concurrency": args.concurrency})
+        return await run_cluster_node(backend, config, node_id=args.node_id or default_node_id(),
+                                      nodes_dir=out / "nodes", epoch=found.epoch, handle_signals=True)
+    finally:
+        await backend.aclose()
+
+
+def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[str]) -> int:
+    """``webgather crawl`` with ``--workers`` (local node processes) or ``--redis`` (this process is a node)."""
+    from webgather.runtime.cluster_run import print_cluster_summary, run_workers
+
+    if args.workers:
+        extra = ["--concurrency", str(args.concurrency)] if args.concurrency else []
+        summary = run_workers(config, seeds, workers=args.workers, redis_url=args.redis, crawl=args.crawl,
+                              node_args=extra)
+        print_cluster_summary(summary)
+        return 0 if summary["finished"] else 1
+    if not args.crawl:
+        raise ClusterError("--redis needs --crawl NAME (the name other nodes join)")
+    import uvloop
+
+    summary = uvloop.run(_start_and_run(args, config, seeds))
+    print(f"node {summary['node']}: {summary['pages']} pages in {summary['wall_s']} s, ended: {summary['end']}",
+          file=sys.stdout)
+    return 0
+
+
+async def _start_and_run(args: argparse.Namespace, config: CrawlConfig, seeds: list[str]) -> dict[str, Any]:
+    from webgather.cluster.redis import RedisBackend
+    from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
+
+    backend = await RedisBackend.connect(args.redis, args.crawl, config.cluster.n_buckets)
+    try:
+        node = args.node_id or default_node_id()
+        found = await start_crawl(backend, config, seeds, nodes=[node])
+        out = Path(config.out_dir)
+        return await run_cluster_node(backend, found.crawl_config(out_dir=str(out), progress=False),
+                                      node_id=node, nodes_dir=out / "nodes", epoch=found.epoch,
+                                      handle_signals=True)
+    finally:
+        await backend.aclose()

@@ -1,0 +1,177 @@
+"""``webgather crawl --workers N``: N node processes on this machine, and the merged summary.
+
+The parent process is not a crawl node. It starts an embedded Redis under
+``DIR/redis`` (unless ``--redis URL`` names one), starts the crawl
+(:func:`~webgather.runtime.cluster_crawl.start_crawl`: definition, a version-0
+table over ``w0..w{N-1}`` so no hand-off is needed at start, seeds), then runs
+``python -m webgather node ... --node-id wK`` N times, each writing under
+``DIR/nodes/wK/`` (its log in ``node.log``). It waits for them all; a worker
+that dies is not restarted: the others take its buckets (see
+``runtime.cluster_recovery``). Ctrl-C (SIGINT) is passed on to every worker,
+which stop keeping their state: the same command resumes the crawl. At the
+end it merges the workers' summaries into ``DIR/summary.json`` (load balance
+per interval, cross-URL traffic; :mod:`webgather.cluster.status`) and stops
+the embedded Redis.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from webgather.cluster.embedded import EmbeddedRedis
+from webgather.cluster.redis import RedisBackend
+from webgather.cluster.status import merge_summaries
+from webgather.config import CrawlConfig
+from webgather.errors import ClusterError
+from webgather.runtime.clock import SystemClock
+from webgather.runtime.cluster_crawl import start_crawl
+from webgather.store.crawllog import read_crawl_log
+from webgather.store.summary import read_summary, write_summary
+
+__all__ = ["DEFAULT_CRAWL", "node_command", "run_workers"]
+
+DEFAULT_CRAWL = "crawl"
+POLL_S = 0.1
+STOP_TIMEOUT_S = 30.0
+"""After Ctrl-C, workers get this long to stop before they are killed."""
+
+
+def node_command(url: str, crawl: str, out: Path, node: str, extra: Sequence[str] = ()) -> list[str]:
+    return [sys.executable, "-m", "webgather", "node", "--redis", url, "--crawl", crawl, "--out", str(out),
+            "--node-id", node, *extra]
+
+
+async def _start(url: str, crawl: str, config: CrawlConfig, seeds: Sequence[str], nodes: list[str]) -> float:
+    backend = await RedisBackend.connect(url, crawl, config.cluster.n_buckets)
+    try:
+        return (await start_crawl(backend, config, seeds, nodes=nodes)).epoch
+    finally:
+        await backend.aclose()
+
+
+async def _finished(url: str, crawl: str, n_buckets: int) -> tuple[bool, dict[str, int]]:
+    backend = await RedisBackend.connect(url, crawl, n_buckets)
+    try:
+        counters = await backend.coordinator().counters()
+    finally:
+        await backend.aclose()
+    return counters.get("done", 0) >= counters.get("runs", 1), counters
+
+
+def run_workers(config: CrawlConfig, seeds: Sequence[str], *, workers: int, redis_url: str | None,
+                crawl: str | None, node_args: Sequence[str] = ()) -> dict[str, Any]:
+    """Run the crawl with ``workers`` local node processes; returns the merged summary."""
+    import uvloop
+
+    if workers < 1:
+        raise ClusterError("--workers must be at least 1")
+    if redis_url is not None and not crawl:
+        raise ClusterError("--redis needs --crawl NAME (the crawl's name in that Redis)")
+    out = Path(config.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    name = crawl or DEFAULT_CRAWL
+    server = EmbeddedRedis(out / "redis") if redis_url is None else None
+    url = server.start() if server is not None else str(redis_url)
+    clock = SystemClock()
+    try:
+        nodes = [f"w{i}" for i in range(workers)]
+        epoch = uvloop.run(_start(url, name, config, seeds, nodes))
+        t0 = clock.monotonic()
+        codes = _run_processes([node_command(url, name, out, node, node_args) for node in nodes], out, nodes)
+        wall_s = clock.monotonic() - t0
+        finished, counters = uvloop.run(_finished(url, name, config.cluster.n_buckets))
+    finally:
+        if server is not None:
+            server.stop()
+    summaries = [_node_summary(out / "nodes" / node, node, epoch, config.cluster.interval_s) for node in nodes]
+    merged = merge_summaries(summaries, wall_s=wall_s, finished=finished)
+    merged.update({"workers": workers, "exit_codes": dict(zip(nodes, codes, strict=True)),
+                   "counters": {k: v for k, v in counters.items() if not k.startswith("recover.")}})
+    write_summary(out, merged)
+    return merged
+
+
+def _node_summary(node_dir: Path, node: str, epoch: float, interval_s: float) -> dict[str, Any]:
+    """The node's summary.json, or for a node that died without one, figures from its crawl log."""
+    if (node_dir / "summary.json").exists():
+        return read_summary(node_dir)
+    per_interval: Counter[int] = Counter()
+    pages = 0
+    log = node_dir / "crawl.log.jsonl"
+    for entry in read_crawl_log(log) if log.exists() else ():
+        if entry.get("kind") in ("page", "sitemap") and not entry.get("retry") \
+                and entry.get("error") not in ("robots", "robots_unavailable", "off_scope"):
+            pages += 1
+            per_interval[int((float(entry["fetched_at"]) - epoch) // interval_s)] += 1
+    top = max(per_interval, default=-1)
+    return {"node": node, "pages": pages, "end": "died (figures from its crawl log)", "interval_s": interval_s,
+            "pages_per_interval": [per_interval.get(i, 0) for i in range(top + 1)]}
+
+
+def _run_processes(commands: list[list[str]], out: Path, nodes: list[str]) -> list[int | None]:
+    procs: list[subprocess.Popen[bytes]] = []
+    logs = []
+    interrupted = []
+
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        interrupted.append(signum)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+
+    old = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for command, node in zip(commands, nodes, strict=True):
+            node_dir = out / "nodes" / node
+            node_dir.mkdir(parents=True, exist_ok=True)
+            log = (node_dir / "node.log").open("ab")
+            logs.append(log)
+            procs.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+        stop_by = None
+        while any(p.poll() is None for p in procs):
+            time.sleep(POLL_S)
+            if interrupted and stop_by is None:
+                stop_by = STOP_TIMEOUT_S / POLL_S
+            elif stop_by is not None:
+                stop_by -= 1
+                if stop_by <= 0:
+                    break  # the finally kills what is left
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        for log in logs:
+            log.close()
+    if interrupted:
+        raise KeyboardInterrupt
+    return [p.returncode for p in procs]
+
+
+def print_cluster_summary(summary: dict[str, Any]) -> None:
+    load = summary["load"]
+    var = load["var_share_mean"]
+    print(f"pages {summary['pages']} in {summary['wall_s']} s ({summary['pages_per_s']} pages/s) "
+          f"by {len(summary['nodes'])} node(s)")
+    for node, figures in summary["nodes"].items():
+        print(f"  {node}: {figures['pages']} pages, {figures['pages_per_s']} pages/s, ended: {figures['end']}")
+    cross = summary["cross"]
+    print(f"cross URLs: {cross.get('urls', 0)} in {cross.get('messages', 0)} messages "
+          f"({cross['messages_per_page']} messages/page, {cross.get('bytes', 0)} bytes), "
+          f"{cross.get('cache_saved', 0)} saved by the sent-URL cache")
+    print(f"load balance: variance of per-node share per {load['interval_s']:g} s interval: "
+          f"mean {var:.2e}" if var is not None else "load balance: not enough intervals")
+    print(f"finished: {summary['finished']}   (summary.json in the output directory)")
+    if summary.get("print_json"):
+        print(json.dumps(summary, indent=2))

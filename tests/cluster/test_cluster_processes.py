@@ -1,0 +1,182 @@
+"""Cluster crawls with real node processes over Redis (``webgather crawl --workers N``).
+
+The synthetic web is served by this test's event loop; the crawl runs as a
+child process tree (parent + workers + embedded Redis), which the tests end
+by PID if anything goes wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+from cluster_crawl_helpers import cluster_config, duplicates, fetch_entries, small_web, write_toml
+
+from webgather.testweb import TestWebServer, WebModel, closure, max_in_flight
+
+M = 64
+
+
+def _children(pid: int) -> list[int]:
+    """Every descendant of ``pid`` (from /proc)."""
+    parents: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _worker_pid(parent: int, node: str) -> int | None:
+    for pid in _children(parent):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if b"node" in argv and b"--node-id" in argv and argv[argv.index(b"--node-id") + 1] == node.encode():
+            return pid
+    return None
+
+
+async def _crawl(tmp_path: Path, args: list[str], *, timeout_s: float = 60.0,
+                 kill_after_pages: int | None = None) -> tuple[int, list[int]]:
+    """Run ``webgather crawl ... args``; optionally kill -9 worker w1 once it has fetched that many pages."""
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "webgather", "crawl", *args,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+    killed: list[int] = []
+    try:
+        async with asyncio.timeout(timeout_s):
+            if kill_after_pages is not None:
+                log = tmp_path / "crawl" / "nodes" / "w1" / "crawl.log.jsonl"
+                while not (log.exists() and log.read_text().count('"kind":"page"') >= kill_after_pages):
+                    await asyncio.sleep(0.05)
+                pid = _worker_pid(proc.pid, "w1")
+                assert pid is not None
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            output, _ = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            for pid in [*_children(proc.pid), proc.pid]:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            await proc.wait()
+    print(output.decode(errors="replace"))
+    assert proc.returncode is not None
+    return proc.returncode, killed
+
+
+async def _serve_and_crawl(tmp_path: Path, params: Any, extra: list[str], **kw: Any) -> dict[str, Any]:
+    model = WebModel(params)
+    out = tmp_path / "crawl"
+    async with TestWebServer(model) as srv:
+        resolve = srv.write_resolve_file(tmp_path / "resolve.txt")
+        config = cluster_config(params, out, resolve, n_buckets=M, **kw.pop("config", {}))
+        seeds = [srv.home_url(0), srv.home_url(3)]
+        toml = write_toml(config, tmp_path / "crawl.toml")
+        code, killed = await _crawl(tmp_path, [*seeds, "--out", str(out), "--config", str(toml), "--no-progress",
+                                               *extra], **kw)
+        records = list(srv.records)
+    return {"code": code, "killed": killed, "out": out, "records": records, "expect": closure(model, seeds, config),
+            "summary": json.loads((out / "summary.json").read_text())}
+
+
+async def test_two_worker_processes_fetch_the_closure_politely(tmp_path: Path) -> None:
+    run = await _serve_and_crawl(tmp_path, small_web(), ["--workers", "2"])
+    assert run["code"] == 0
+    entries = fetch_entries(run["out"])
+    assert {e["url"] for e in entries} == run["expect"]
+    assert duplicates(entries) == {}
+    assert {e["node"] for e in entries} == {"w0", "w1"}
+    # one connection per host across the whole cluster, per the server's own records
+    assert max(max_in_flight(run["records"], lambda r: r.host).values()) == 1
+    summary = run["summary"]
+    assert summary["finished"] is True and summary["pages"] == len(entries)
+    assert set(summary["nodes"]) == {"w0", "w1"} and summary["cross"]["messages"] > 0
+    assert summary["load"]["intervals"] and "var_share" in summary["load"]["intervals"][0]
+    assert not (run["out"] / "redis" / "redis.sock").exists()  # the embedded Redis was stopped
+
+
+async def test_a_worker_killed_mid_crawl_costs_only_its_counted_in_flight_pages(tmp_path: Path) -> None:
+    params = small_web(n_hosts=24)
+    run = await _serve_and_crawl(tmp_path, params, ["--workers", "2"], kill_after_pages=15,
+                                 config={"min_delay_s": 0.05}, timeout_s=90.0)
+    assert run["code"] == 0 and run["killed"]
+    entries = fetch_entries(run["out"])
+    assert {e["url"] for e in entries} == run["expect"]
+    counters = run["summary"]["counters"]
+    assert counters["recovered_buckets"] == M // 2
+    dups = duplicates(entries)
+    assert sum(n - 1 for n in dups.values()) <= counters["recovered_in_flight"], dups
+    assert run["summary"]["exit_codes"]["w1"] == -signal.SIGKILL
+
+
+async def test_partition_by_ip_keeps_the_per_ip_cap_cluster_wide(tmp_path: Path) -> None:
+    params = small_web(hosts_per_ip=3)
+    run = await _serve_and_crawl(tmp_path, params, ["--workers", "2", "--partition-by", "ip", "--per-ip", "1"])
+    assert run["code"] == 0
+    entries = fetch_entries(run["out"])
+    assert {e["url"] for e in entries} == run["expect"] and duplicates(entries) == {}
+    assert max(max_in_flight(run["records"], lambda r: r.local).values()) == 1
+    nodes_of_ip: dict[str, set[str]] = {}
+    addresses = dict(line.split()[:2] for line in (tmp_path / "resolve.txt").read_text().split("\n")
+                     if line.strip() and not line.startswith("#"))
+    assert len(set(addresses.values())) < len(addresses)  # hosts share addresses
+    for entry in entries:
+        host = entry["host"].split(":")[0]
+        nodes_of_ip.setdefault(addresses.get(host, host), set()).add(entry["node"])
+    assert all(len(nodes) == 1 for nodes in nodes_of_ip.values()), nodes_of_ip
+    assert len({n for nodes in nodes_of_ip.values() for n in nodes}) == 2
+
+
+async def _node_command(*args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "webgather", *args,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode is not None
+    return proc.returncode, err.decode()
+
+
+async def test_an_unreachable_redis_is_one_clear_line(tmp_path: Path) -> None:
+    code, err = await _node_command("node", "--redis", "redis://127.0.0.1:1", "--crawl", "c", "--out", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1 and "cannot reach Redis at redis://127.0.0.1:1" in err
+    code, err = await _node_command("node", "--redis", "nonsense://x", "--crawl", "c", "--out", str(tmp_path))
+    assert code == 2 and err.count("\n") == 1 and err.startswith("webgather: error:")
+
+
+async def test_a_node_with_another_m_is_refused_in_one_line(tmp_path: Path) -> None:
+    from webgather.cluster.embedded import EmbeddedRedis
+    from webgather.cluster.redis import RedisBackend
+    from webgather.runtime.cluster_crawl import start_crawl
+
+    params = small_web()
+    with EmbeddedRedis(tmp_path / "redis") as server:
+        backend = await RedisBackend.connect(server.url, "c1", M)
+        try:
+            config = cluster_config(params, tmp_path / "crawl", tmp_path / "none.txt", n_buckets=M)
+            await start_crawl(backend, config, ["http://h0001.web.test/"], nodes=["w0"])
+        finally:
+            await backend.aclose()
+        code, err = await _node_command("node", "--redis", server.url, "--crawl", "c1", "--out",
+                                        str(tmp_path / "crawl"), "--buckets", "32")
+        assert code == 2 and err.count("\n") == 1
+        assert "--buckets 32" in err and f"{M} buckets" in err
+        code, err = await _node_command("node", "--redis", server.url, "--crawl", "nope", "--out", str(tmp_path))
+        assert code == 2 and err.count("\n") == 1 and "no crawl of that name" in err
+        code, _err = await _node_command("cluster", "status", "--redis", server.url, "--crawl", "c1")
+        assert code == 0
