@@ -24,7 +24,20 @@ def register(sub: Any) -> None:
     from webgather.commands.recrawl import add_recrawl_options
 
     add_recrawl_options(parser, continuous=True)
+    add_cluster_options(parser)
     parser.set_defaults(func=_main)
+
+
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """``--workers N`` / ``--redis URL --crawl NAME``: a cluster crawl (see webgather.runtime.cluster_run)."""
+    add = parser.add_argument
+    add("--workers", type=int, default=None, help="crawl with N node processes on this machine")
+    add("--redis", default=None, help="Redis URL of a cluster crawl (default with --workers: an embedded one under --out)")
+    add("--crawl", default=None, help="name of the cluster crawl in that Redis (other nodes join it by name)")
+    add("--buckets", type=int, default=None, help="M of the two-stage mapping (fixed per crawl; default 4096)")
+    add("--partition-by", choices=["host", "ip"], default=None,
+        help="partition hosts over nodes by host, or by address (needs --resolve; per-IP caps hold cluster-wide)")
+    add("--node-id", default=None, help="with --redis and no --workers: this node's id")
 
 
 def add_crawl_options(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +81,8 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
     from webgather.commands.recrawl import recrawl_cli
 
     cli.update(recrawl_cli(args))
+    cli["cluster.n_buckets"] = getattr(args, "buckets", None)
+    cli["cluster.partition_by"] = getattr(args, "partition_by", None)
     return load(args.config, None, cli)
 
 
@@ -83,6 +98,10 @@ def run_main_job(config: CrawlConfig, seeds: list[str]) -> dict[str, Any]:
 def _main(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     seeds = read_seeds(args.seeds)
+    if getattr(args, "workers", None) or getattr(args, "redis", None):
+        from webgather.commands.node import run_cluster_main
+
+        return run_cluster_main(args, config, seeds)
     if getattr(args, "continuous", False):
         from webgather.commands.recrawl import run_continuous_main
 
