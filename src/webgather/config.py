@@ -131,6 +131,9 @@ class StoreConfig:
     """Rotate to a new WARC file past this size."""
     warc_gzip: bool = True
     write_link_log: bool = True
+    revisit_request_records: bool = False
+    """Write the request record beside a revisit record too. Off by default: a revisit says
+    "unchanged", and its request (which replay never needs) would cost as much as the revisit."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -135,14 +135,16 @@ class Archive:
     def write_revisit(
         self, result: FetchResult, original: ArchiveRef, profile: records.RevisitProfile
     ) -> ArchiveRef:
-        """Write a revisit record (and its request) pointing at ``original``."""
+        """Write a revisit record pointing at ``original`` (and its request if configured)."""
         check_revisit(result, original, profile)
         date = self._date(result)
         self._ensure_file(date)
         revisit_id, request_id = self._ids(), self._ids()
         refers = (original.record_id, original.url or result.url, original.date, original.payload_digest)
         revisit = records.revisit_record(result, revisit_id, date, profile, refers, self._warcinfo_id)
-        request = records.request_record(result, request_id, date, revisit_id, self._warcinfo_id)
+        request = None
+        if self.config.revisit_request_records:
+            request = records.request_record(result, request_id, date, revisit_id, self._warcinfo_id)
         return self._write_unit(result, revisit, request, "warc/revisit")
 
     def close(self) -> None:
@@ -158,9 +160,9 @@ class Archive:
         return records.iso_date(check_fetch(result).started_at)
 
     def _write_unit(
-        self, result: FetchResult, first: records.WarcRecord, request: records.WarcRecord, mime: str
+        self, result: FetchResult, first: records.WarcRecord, request: records.WarcRecord | None, mime: str
     ) -> ArchiveRef:
-        unit, length = self._encode((first.data, request.data))
+        unit, length = self._encode((first.data,) if request is None else (first.data, request.data))
         digest = first.payload_digest or ""
         line = cdxj_line(result.url, first.date, mime, result.status, digest, length, self._size, self._name)
         _write_all(self._index_fd, line.encode("utf-8", "surrogateescape"), self.warc_dir / INDEX_NAME)
