@@ -11,7 +11,7 @@ from webgather.testweb.graph import WebModel
 from webgather.testweb.params import FaultRates, WebParams, crawl_config_for
 from webgather.testweb.server import TestWebServer
 
-from crawl_helpers import crawl_config, write_resolve
+from node_crawl_helpers import crawl_config, write_resolve
 
 T0 = 1_700_000_000.0
 HOUR = 3600.0

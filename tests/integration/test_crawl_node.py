@@ -13,7 +13,7 @@ from webgather.testweb.graph import WebModel
 from webgather.testweb.params import WebParams, crawl_config_for
 from webgather.testweb.server import TestWebServer
 
-from crawl_helpers import crawl_config, fetched_urls, final_entries, write_resolve
+from node_crawl_helpers import crawl_config, fetched_urls, final_entries, write_resolve
 
 
 @pytest.fixture(scope="module")

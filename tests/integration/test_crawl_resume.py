@@ -16,7 +16,7 @@ from webgather.testweb.graph import WebModel
 from webgather.testweb.params import WebParams, crawl_config_for
 from webgather.testweb.server import TestWebServer
 
-from crawl_helpers import crawl_config, fetched_urls, final_entries, verify_warcs, write_resolve
+from node_crawl_helpers import crawl_config, fetched_urls, final_entries, verify_warcs, write_resolve
 
 KILLS = 4
 CONCURRENCY = 8

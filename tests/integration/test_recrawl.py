@@ -12,7 +12,7 @@ from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.server import TestWebServer
 
-from crawl_helpers import fetched_urls, final_entries, verify_warcs
+from node_crawl_helpers import fetched_urls, final_entries, verify_warcs
 from recrawl_web import HOUR, T0, JumpClock, changing_web, recrawl_config
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit" / "recrawl"))

@@ -17,7 +17,7 @@ from webgather.runtime.crawl import run_crawl
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.server import TestWebServer
 
-from crawl_helpers import verify_warcs
+from node_crawl_helpers import verify_warcs
 from recrawl_web import changing_web, recrawl_config
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit" / "recrawl"))

@@ -67,3 +67,13 @@ def test_source_passes_mypy_strict() -> None:
         capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stdout[-4000:]
+
+
+def test_test_helpers_have_unique_names() -> None:
+    # pytest puts every test directory on sys.path: two helpers with one name shadow each other
+    tests = Path(__file__).resolve().parents[1]
+    names: dict[str, list[str]] = {}
+    for path in tests.rglob("*.py"):
+        names.setdefault(path.name, []).append(str(path.relative_to(tests)))
+    shared = {n: p for n, p in names.items() if len(p) > 1 and n not in {"__init__.py", "conftest.py"}}
+    assert shared == {}
