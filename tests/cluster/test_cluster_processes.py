@@ -51,6 +51,15 @@ def _worker_pid(parent: int, node: str) -> int | None:
     return None
 
 
+def _final_fetches(node_dir: Path) -> int:
+    log = node_dir / "crawl.log.jsonl"
+    if not log.exists():
+        return 0
+    lines = log.read_text().splitlines()[:-1]  # the last line may be partial
+    return sum(1 for e in map(json.loads, lines) if e.get("kind") == "page" and not e.get("retry")
+               and e.get("error") not in ("robots", "robots_unavailable", "off_scope"))
+
+
 async def _crawl(tmp_path: Path, args: list[str], *, timeout_s: float = 60.0,
                  kill_after_pages: int | None = None) -> tuple[int, list[int]]:
     """Run ``webgather crawl ... args``; optionally kill -9 worker w1 once it has fetched that many pages."""
@@ -180,3 +189,48 @@ async def test_a_node_with_another_m_is_refused_in_one_line(tmp_path: Path) -> N
         assert code == 2 and err.count("\n") == 1 and "no crawl of that name" in err
         code, _err = await _node_command("cluster", "status", "--redis", server.url, "--crawl", "c1")
         assert code == 0
+
+
+async def test_a_node_process_joins_a_running_crawl_and_leaves_on_sigterm(tmp_path: Path) -> None:
+    params = small_web(n_hosts=24)
+    model = WebModel(params)
+    out = tmp_path / "crawl"
+    async with TestWebServer(model) as srv:
+        config = cluster_config(params, out, srv.write_resolve_file(tmp_path / "resolve.txt"), n_buckets=M,
+                                min_delay_s=0.05)
+        seeds = [srv.home_url(0), srv.home_url(3)]
+        toml = write_toml(config, tmp_path / "crawl.toml")
+        crawl = asyncio.create_task(_crawl(tmp_path, [*seeds, "--out", str(out), "--config", str(toml), "--workers",
+                                                      "2", "--no-progress"], timeout_s=90.0))
+        socket = out / "redis" / "redis.sock"
+        joiner = None
+        try:
+            async with asyncio.timeout(60):
+                while not socket.exists() or not (out / "nodes" / "w0" / "crawl.log.jsonl").exists():
+                    await asyncio.sleep(0.05)
+                joiner = await asyncio.create_subprocess_exec(
+                    sys.executable, "-m", "webgather", "node", "--redis", f"unix://{socket}", "--crawl", "crawl",
+                    "--out", str(out), "--node-id", "x1", stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.STDOUT)
+                while joiner.returncode is None and _final_fetches(out / "nodes" / "x1") < 5:
+                    await asyncio.sleep(0.05)
+                left_mid_crawl = not crawl.done() and joiner.returncode is None
+                joiner.send_signal(signal.SIGTERM)
+                joined_output, _ = await joiner.communicate()
+            code, _killed = await crawl
+        finally:
+            if joiner is not None and joiner.returncode is None:
+                joiner.kill()
+                await joiner.wait()
+            if not crawl.done():
+                crawl.cancel()
+        records = list(srv.records)
+    assert code == 0 and joiner.returncode == 0, joined_output.decode(errors="replace")
+    x1 = json.loads((out / "nodes" / "x1" / "summary.json").read_text())
+    assert left_mid_crawl, "the crawl ended before the joined node could leave"
+    assert x1["end"] == "left" and x1["pages"] >= 5 and x1["buckets"]["handoffs_in"] > 0
+    assert x1["buckets"]["handoffs_out"] >= x1["buckets"]["handoffs_in"]
+    entries = fetch_entries(out)
+    assert {e["url"] for e in entries} == closure(model, seeds, config)
+    assert duplicates(entries) == {}
+    assert max(max_in_flight(records, lambda r: r.host).values()) == 1
