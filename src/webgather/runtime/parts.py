@@ -72,10 +72,18 @@ class WriterPort:
         self._flusher: asyncio.Task[None] | None = None
 
     async def write(self, result: FetchResult, entry: dict[str, object], links: LinkArgs | None) -> ArchiveRef | None:
+        """Archive and log one result; returns its ref once the log line is flushed.
+
+        The flush job queues behind the write, so its completion covers the write
+        (a failed write fails the flush: the writer keeps the error), and only
+        the flush is awaited: one thread-to-loop wake-up a flush, not one a page.
+        """
         page_links: Sequence[tuple[str, int, int, str, bool]] | None = links[3] if links is not None else None
-        ref = await self.writer.write(result, entry, page_links)
+        refs: list[ArchiveRef | None] = []
+        await self.writer.wait_for_room()  # no await from here to the submit: it cannot block
+        self.writer.submit_fetch(result, entry, page_links, on_ref=refs.append)
         await self._durable()
-        return ref
+        return refs[0] if refs else None
 
     async def log(self, entry: dict[str, object]) -> None:
         await self.writer.wait_for_room()
