@@ -80,7 +80,7 @@ class WriterPort:
         """
         page_links: Sequence[tuple[str, int, int, str, bool]] | None = links[3] if links is not None else None
         refs: list[ArchiveRef | None] = []
-        await self.writer.wait_for_room()  # no await from here to the submit: it cannot block
+        await self.writer.wait_for_room()  # then a blocking put is rare and brief (the writer frees slots itself)
         self.writer.submit_fetch(result, entry, page_links, on_ref=refs.append)
         await self._durable()
         return refs[0] if refs else None
