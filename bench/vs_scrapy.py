@@ -1,0 +1,462 @@
+"""One node against Scrapy and a lean asyncio loop, on the same static web served by nginx.
+
+Builds a static copy of the synthetic web (``webgather testweb export``),
+serves it with an nginx started here (foreground, own config, loopback
+addresses only, stopped by its PID), and crawls it from h0001's home page with
+
+* **webgather**: ``webgather crawl`` with everything on: robots.txt obeyed,
+  politeness bookkeeping with zero delay (``--delay 0``; Crawl-delay honoured
+  up to 0 s, as Scrapy ignores it), WARC gzipped, link log, persistent
+  frontier and seen-set;
+* **scrapy**: a CrawlSpider following every link in the domain, robots.txt
+  obeyed (bench/scrapy_crawler.py, under bench/.venv-scrapy, made here);
+* **lean**: bench/lean_crawler.py, asyncio + aiohttp + uvloop with no robots,
+  archive or persistence: the floor for CPU per page.
+
+Every run is its own process, in alternating order over ``--rounds``;
+measured from outside: pages / wall (process start to exit), CPU ms per page
+(the process's user + sys from ``wait4``) and peak RSS (the larger of
+``wait4``'s ru_maxrss and the sampled RSS sum of the process tree). Medians
+and the ratios of the same run are printed; with ``--workers`` on
+``webgather crawl`` (if the option exists) a ``webgather-w2`` row is added.
+
+    .venv/bin/python bench/vs_scrapy.py --rounds 3
+
+Files go under ``--work`` (default bench/results/vs_scrapy, git-ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+VENV_BIN = Path(sys.executable).parent
+SCRAPY_VENV = BENCH / ".venv-scrapy"
+DOMAIN = "web.test"
+
+
+@dataclass
+class Run:
+    crawler: str
+    pages: int
+    wall_s: float
+    cpu_s: float
+    peak_rss_mib: float
+    ok: bool
+    note: str = ""
+
+    @property
+    def pages_per_s(self) -> float:
+        return self.pages / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def cpu_ms_per_page(self) -> float:
+        return 1000 * self.cpu_s / self.pages if self.pages else float("nan")
+
+
+@dataclass
+class Crawler:
+    name: str
+    command: Callable[[Path], list[str]]
+    """Command line for a run whose scratch directory is the argument."""
+    pages: Callable[[Path, str], int]
+    """Pages from the run's scratch directory and stdout."""
+    timeout_s: float
+    runs: list[Run] = field(default_factory=list)
+
+
+# -- the web and its server -----------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as sock:  # free on the wildcard address -> free on every loopback one
+        sock.bind(("", 0))
+        return int(sock.getsockname()[1])
+
+
+def export_web(work: Path, args: argparse.Namespace, port: int) -> tuple[Path, int]:
+    web = work / "web"
+    shutil.rmtree(web, ignore_errors=True)
+    out = subprocess.run(
+        [str(VENV_BIN / "webgather"), "testweb", "export", str(web), "--hosts", str(args.hosts),
+         "--seed", str(args.seed), "--pages-per-host", str(args.pages_per_host), "--port", str(port)],
+        check=True, capture_output=True, text=True, timeout=600,
+    ).stdout
+    return web / "nginx.conf", int(out.split()[1])
+
+
+def write_resolve_file(servers_conf: Path, path: Path) -> int:
+    """``host address`` lines from the exported server blocks; returns the address count."""
+    text = servers_conf.read_text()
+    pairs = re.findall(r"listen ([0-9.]+):\d+;\s*server_name (\S+);", text)
+    if not pairs or any(not a.startswith("127.") for a, _ in pairs):
+        raise SystemExit("vs_scrapy: the exported config has no loopback server blocks")
+    path.write_text("".join(f"{name} {address}\n" for address, name in pairs))
+    return len({a for a, _ in pairs})
+
+
+NGINX_CONF = """\
+daemon off;
+master_process off;
+worker_processes 1;
+worker_rlimit_nofile 16384;
+pid nginx.pid;
+error_log error.log warn;
+events {{ worker_connections 8192; }}
+http {{
+    include /etc/nginx/mime.types;
+    access_log off;
+    sendfile on;
+    tcp_nopush on;
+    keepalive_timeout 120s;
+    keepalive_requests 1000000;
+    client_body_temp_path tmp/body;
+    proxy_temp_path tmp/proxy;
+    fastcgi_temp_path tmp/fastcgi;
+    uwsgi_temp_path tmp/uwsgi;
+    scgi_temp_path tmp/scgi;
+    include {servers};
+}}
+"""
+
+
+def ensure_nginx() -> str:
+    found = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if found is None:
+        print("vs_scrapy: installing nginx (apt-get)", flush=True)
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        subprocess.run(["apt-get", "install", "-y", "-q", "nginx-light"], check=True, env=env, timeout=600,
+                       stdout=subprocess.DEVNULL)
+        found = shutil.which("nginx") or "/usr/sbin/nginx"
+    return found
+
+
+@contextmanager
+def nginx(servers_conf: Path, prefix: Path, port: int, probe: str) -> Iterator[int]:
+    """Run nginx in the foreground (a child of this process) until the block ends."""
+    (prefix / "tmp").mkdir(parents=True, exist_ok=True)
+    conf = prefix / "nginx.conf"
+    conf.write_text(NGINX_CONF.format(servers=servers_conf))
+    proc = subprocess.Popen([ensure_nginx(), "-p", str(prefix) + "/", "-c", str(conf), "-e", str(prefix / "error.log")],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_listening(probe, port, proc, prefix)
+        yield proc.pid
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_listening(address: str, port: int, proc: subprocess.Popen[bytes], prefix: Path) -> None:
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"vs_scrapy: nginx exited: {(prefix / 'error.log').read_text()[-2000:]}")
+        try:
+            socket.create_connection((address, port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise SystemExit("vs_scrapy: nginx did not start listening in 15 s")
+
+
+# -- Scrapy's own venv --------------------------------------------------------------
+
+def ensure_scrapy(spec: str) -> Path:
+    python = SCRAPY_VENV / "bin" / "python"
+    if not python.exists():
+        print(f"vs_scrapy: creating {SCRAPY_VENV} and installing {spec} from PyPI", flush=True)
+        base = getattr(sys, "_base_executable", sys.executable)
+        subprocess.run([base, "-m", "venv", str(SCRAPY_VENV)], check=True, timeout=300)
+    probe = subprocess.run([str(python), "-c", "import scrapy; print(scrapy.__version__)"],
+                           capture_output=True, text=True)
+    if probe.returncode != 0:
+        subprocess.run([str(python), "-m", "pip", "install", "-q", spec], check=True, timeout=900)
+    return python
+
+
+def version_of(python: Path, module: str) -> str:
+    out = subprocess.run([str(python), "-c", f"import {module}; print({module}.__version__)"],
+                         capture_output=True, text=True)
+    return out.stdout.strip() or "?"
+
+
+# -- measuring one run --------------------------------------------------------------
+
+def tree_rss_kib(pid: int) -> int:
+    """RSS of ``pid`` and its descendants, in KiB (0 if gone)."""
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        try:
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * (os.sysconf("SC_PAGE_SIZE") // 1024)
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    stack += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return total
+
+
+def measure(command: list[str], scratch: Path, timeout_s: float) -> tuple[float, float, float, int, str]:
+    """(wall s, cpu s, peak RSS MiB, exit status, stdout) of one run in its own session.
+
+    A run still going after ``timeout_s`` is killed (its whole session) and
+    gets exit status -9."""
+    out_path, err_path = scratch / "stdout.txt", scratch / "stderr.txt"
+    with open(out_path, "wb") as out, open(err_path, "wb") as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(command, stdout=out, stderr=err, stdin=subprocess.DEVNULL,
+                                cwd=scratch, start_new_session=True)
+        peak_kib, deadline = 0, started + timeout_s
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                wall = time.perf_counter() - started
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                break
+            if time.perf_counter() > deadline:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)  # the run's own session: only what it started
+            peak_kib = max(peak_kib, tree_rss_kib(proc.pid))
+            time.sleep(0.05)
+    peak_mib = max(peak_kib, usage.ru_maxrss) / 1024
+    return wall, usage.ru_utime + usage.ru_stime, peak_mib, proc.returncode, out_path.read_text()
+
+
+def run_once(crawler: Crawler, scratch: Path) -> Run:
+    shutil.rmtree(scratch, ignore_errors=True)
+    scratch.mkdir(parents=True)
+    wall, cpu, rss, code, stdout = measure(crawler.command(scratch), scratch, crawler.timeout_s)
+    try:
+        pages = crawler.pages(scratch, stdout)
+    except (OSError, ValueError, KeyError, IndexError) as exc:
+        pages, code = 0, code or 1
+        stdout += f"\n(no page count: {exc})"
+    if code == -9:
+        note = f"killed after {crawler.timeout_s:g} s"
+    else:
+        note = "" if code == 0 else f"exit {code}: {(scratch / 'stderr.txt').read_text()[-300:]!r}"
+    return Run(crawler.name, pages, wall, cpu, rss, code == 0, note)
+
+
+# -- the three crawlers ------------------------------------------------------------------
+
+def logged_pages(out: Path) -> int:
+    """Final page/sitemap fetches in the crawl logs under ``out`` (a run killed before its summary)."""
+    count = 0
+    for log in out.glob("**/crawl.log.jsonl"):
+        for line in log.read_text().splitlines():
+            entry = json.loads(line) if line.startswith("{") and line.endswith("}") else {}
+            count += "elapsed_s" in entry and entry.get("kind") != "robots" and not entry.get("retry")
+    return count
+
+
+def webgather_crawler(name: str, seed: str, resolve: Path, args: argparse.Namespace, workers: int | None) -> Crawler:
+    config = args.work / "webgather.toml"
+    config.write_text("[politeness]\nmax_crawl_delay_s = 0.0\n")
+
+    def command(scratch: Path) -> list[str]:
+        cmd = [str(VENV_BIN / "webgather"), "crawl", seed, "--out", str(scratch / "out"), "--resolve", str(resolve),
+               "--delay", "0", "--concurrency", str(args.concurrency), "--scope", "domains", "--domain", DOMAIN,
+               "--config", str(config), "--no-progress"]
+        return cmd + (["--workers", str(workers)] if workers else [])
+
+    def pages(scratch: Path, _stdout: str) -> int:
+        top = scratch / "out" / "summary.json"
+        if top.exists():
+            return int(json.loads(top.read_text())["pages"])
+        summaries = list((scratch / "out").glob("nodes/*/summary.json"))
+        if summaries:
+            return sum(int(json.loads(p.read_text())["pages"]) for p in summaries)
+        return logged_pages(scratch / "out")
+
+    return Crawler(name, command, pages, args.workers_timeout if workers else args.timeout)
+
+
+def scrapy_crawler(python: Path, seed: str, resolve: Path, args: argparse.Namespace) -> Crawler:
+    def command(scratch: Path) -> list[str]:
+        return [str(python), str(BENCH / "scrapy_crawler.py"), seed, "--domain", DOMAIN, "--resolve", str(resolve),
+                "--stats", str(scratch / "stats.json"), "--concurrency", str(args.concurrency)]
+
+    def pages(scratch: Path, _stdout: str) -> int:
+        return int(json.loads((scratch / "stats.json").read_text())["pages"])
+
+    return Crawler("scrapy", command, pages, args.timeout)
+
+
+def lean_crawler(seed: str, resolve: Path, args: argparse.Namespace) -> Crawler:
+    def command(_scratch: Path) -> list[str]:
+        return [sys.executable, str(BENCH / "lean_crawler.py"), seed, "--domain", DOMAIN,
+                "--resolve", str(resolve), "--concurrency", str(args.concurrency)]
+
+    def pages(_scratch: Path, stdout: str) -> int:
+        return int(json.loads(stdout.strip().splitlines()[-1])["pages"])
+
+    return Crawler("lean", command, pages, args.timeout)
+
+
+def has_workers_option() -> bool:
+    out = subprocess.run([str(VENV_BIN / "webgather"), "crawl", "--help"], capture_output=True, text=True)
+    return "--workers" in out.stdout
+
+
+# -- report ------------------------------------------------------------------------------
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else float("nan")
+
+
+def medians(crawler: Crawler) -> dict[str, float]:
+    good = [r for r in crawler.runs if r.ok]
+    return {
+        "pages": median([r.pages for r in good]), "wall_s": median([r.wall_s for r in good]),
+        "pages_per_s": median([r.pages_per_s for r in good]),
+        "cpu_ms_per_page": median([r.cpu_ms_per_page for r in good]),
+        "peak_rss_mib": median([r.peak_rss_mib for r in good]),
+    }
+
+
+def machine_line(scrapy_version: str) -> str:
+    model = "?"
+    try:
+        model = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    nginx_version = subprocess.run([ensure_nginx(), "-v"], capture_output=True, text=True).stderr.strip().split("/")[-1]
+    import aiohttp
+
+    return (f"{platform.system()} {platform.release()} {platform.machine()}, {os.cpu_count()} CPUs ({model}), "
+            f"Python {platform.python_version()}, Scrapy {scrapy_version}, aiohttp {aiohttp.__version__}, "
+            f"nginx {nginx_version}")
+
+
+def report(crawlers: list[Crawler], header: list[str]) -> str:
+    lines = [*header, "", "per run (order alternates each round):"]
+    for crawler in crawlers:
+        for i, r in enumerate(crawler.runs):
+            flag = "" if r.ok else f"  FAILED {r.note}"
+            lines.append(f"  {r.crawler:<13} round {i + 1}: {r.pages:6d} pages {r.wall_s:7.2f} s "
+                         f"{r.pages_per_s:7.1f} pages/s {r.cpu_ms_per_page:6.2f} ms CPU/page "
+                         f"{r.peak_rss_mib:7.1f} MiB{flag}")
+    head = f"  {'crawler':<13} {'pages':>6} {'wall s':>7} {'pages/s':>8} {'CPU ms/page':>12} {'peak RSS MiB':>13}"
+    lines += ["", "medians:", head]
+    table = {c.name: medians(c) for c in crawlers if any(r.ok for r in c.runs)}
+    for crawler in crawlers:
+        if crawler.name not in table:
+            why = crawler.runs[0].note if crawler.runs else "not run"
+            lines.append(f"  {crawler.name:<13} no run finished ({why})")
+    for name, m in table.items():
+        lines.append(f"  {name:<13} {m['pages']:6.0f} {m['wall_s']:7.2f} {m['pages_per_s']:8.1f} "
+                     f"{m['cpu_ms_per_page']:12.3f} {m['peak_rss_mib']:13.1f}")
+    lines += ["", "ratios (medians of this run):"]
+    for name in [n for n in table if n.startswith("webgather")]:
+        lines += _ratios(name, table)
+    return "\n".join(lines)
+
+
+def _ratios(name: str, table: dict[str, dict[str, float]]) -> list[str]:
+    wg, out = table[name], []
+    if "scrapy" in table:
+        s = table["scrapy"]
+        speed, rss = wg["pages_per_s"] / s["pages_per_s"], wg["peak_rss_mib"] / s["peak_rss_mib"]
+        out.append(f"  {name + '/scrapy':<20} pages/s {speed:6.2f}x (target >= 10)   "
+                   f"peak RSS {rss:5.2f}x (target <= 0.33)   CPU/page {wg['cpu_ms_per_page'] / s['cpu_ms_per_page']:5.3f}x")
+    if "lean" in table:
+        lean = table["lean"]
+        out.append(f"  {name + '/lean':<20} pages/s {wg['pages_per_s'] / lean['pages_per_s']:6.2f}x"
+                   f"                                          "
+                   f"CPU/page {wg['cpu_ms_per_page'] / lean['cpu_ms_per_page']:5.3f}x (target <= 1.3)")
+    return out
+
+
+# -- main -----------------------------------------------------------------------------------
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=400)
+    parser.add_argument("--pages-per-host", type=float, default=20.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per crawl before it is killed")
+    parser.add_argument("--workers-timeout", type=float, default=120.0,
+                        help="the same for webgather --workers 2 (killed runs report pages from the crawl logs)")
+    parser.add_argument("--only", default="webgather,scrapy,lean,webgather-w2", help="comma-separated crawlers")
+    parser.add_argument("--scrapy", default="scrapy>=2.11,<3", help="pip requirement for Scrapy's venv")
+    parser.add_argument("--work", type=Path, default=BENCH / "results" / "vs_scrapy")
+    parser.add_argument("--json", type=Path, default=None, help="also write every run as JSON here")
+    return parser.parse_args()
+
+
+def main() -> int:
+    args = parse_args()
+    args.work = args.work.resolve()
+    args.work.mkdir(parents=True, exist_ok=True)
+    wanted = set(args.only.split(","))
+    port = free_port()
+    servers_conf, files = export_web(args.work, args, port)
+    resolve = args.work / "resolve.txt"
+    n_addresses = write_resolve_file(servers_conf, resolve)
+    seed = f"http://h0001.{DOMAIN}:{port}/"
+    crawlers = [webgather_crawler("webgather", seed, resolve, args, None)] if "webgather" in wanted else []
+    scrapy_version = "-"
+    if "scrapy" in wanted:
+        python = ensure_scrapy(args.scrapy)
+        scrapy_version = version_of(python, "scrapy")
+        crawlers.append(scrapy_crawler(python, seed, resolve, args))
+    if "lean" in wanted:
+        crawlers.append(lean_crawler(seed, resolve, args))
+    workers_note = "webgather-w2: not run"
+    if "webgather-w2" in wanted:
+        if has_workers_option():
+            crawlers.append(webgather_crawler("webgather-w2", seed, resolve, args, 2))
+            workers_note = "webgather-w2: webgather crawl --workers 2"
+        else:
+            workers_note = "webgather-w2: skipped (webgather crawl has no --workers option yet)"
+    header = [
+        f"vs_scrapy {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {machine_line(scrapy_version)}",
+        f"web: {args.hosts} hosts x {args.pages_per_host:g} pages (seed {args.seed}), {files} static files, "
+        f"nginx (1 worker) on {n_addresses} loopback addresses, port {port}; seed {seed}",
+        f"{args.rounds} rounds, concurrency {args.concurrency}; {workers_note}",
+    ]
+    print("\n".join(header), flush=True)
+    with nginx(servers_conf, args.work / "nginx", port, "127.0.1.1"):
+        for round_no in range(args.rounds):
+            order = crawlers[round_no % len(crawlers):] + crawlers[: round_no % len(crawlers)]
+            for crawler in order:
+                run = run_once(crawler, args.work / "runs" / crawler.name)
+                crawler.runs.append(run)
+                print(f"  round {round_no + 1} {run.crawler:<13} {run.pages} pages in {run.wall_s:.2f} s"
+                      f"{'' if run.ok else ' FAILED ' + run.note}", flush=True)
+    print()
+    print(report(crawlers, header))
+    if args.json:
+        args.json.write_text(json.dumps([r.__dict__ for c in crawlers for r in c.runs], indent=1))
+    return 0 if all(r.ok for c in crawlers for r in c.runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
