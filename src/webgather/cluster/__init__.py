@@ -13,4 +13,16 @@ Called by ``runtime``; calls ``frontier`` only for its value types.
 * ``inprocess``: both protocols for N nodes in one process (``InProcessHub``).
 * ``redis``: both protocols over Redis >= 6.2 (``RedisBackend.connect``).
 * ``embedded``: start/stop a local redis-server (``EmbeddedRedis``).
+* ``router``: a node's links split by owner; cross URLs batched per bucket (R URLs
+  or T seconds), a sent-URL cache, and the page barrier (a page completes only
+  once its cross URLs are stored).
+* ``handoff`` (pure): a node's buckets across table changes (ready, awaiting a
+  hand-off with held batches, leaving).
+* ``membership``: the lease holder's duty: tables for joins, leaves and deaths,
+  recovery of a dead node's buckets, the crawl's end (two-wave detection).
+* ``definition``: a crawl's settings and seeds, stored once so nodes join by name.
+* ``status`` (pure): load balance per interval (Table 1's variance), merged
+  summaries, what ``webgather cluster status`` prints.
+
+The running node that composes them is ``webgather.runtime.cluster_node``.
 """

@@ -59,6 +59,8 @@ class Awaiting:
     """The previous owner, whose hand-off releases the bucket (None: any hand-off)."""
     since: float
     held: list[Delivery] = field(default_factory=list)
+    claimed: bool = False
+    """The dead previous owner's unacked deliveries were re-claimed (they lead ``held``)."""
 
 
 @dataclass(frozen=True, slots=True)

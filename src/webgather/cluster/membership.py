@@ -11,8 +11,9 @@ a new holder simply starts observing again.
 One tick does at most one of these, in this order:
 
 1. **No table yet**: CAS the initial table over the live nodes.
-2. **Deaths**: a node that owns buckets and has had no heartbeat for
-   ``member_ttl_s`` (as observed by this holder; ``startup_grace_s`` for a node
+2. **Deaths**: a node that owns buckets and whose heartbeat has expired (its
+   key's TTL is ``member_ttl_s``), for ``grace_s`` more as observed by this
+   holder (a debounce; ``startup_grace_s`` for a node
    this holder has never seen alive: it may still be starting), and that is not
    known alive by other means (``alive_hint``: on one machine, its directory
    lock is held, so a node that stalls longer than the TTL is not torn apart), is dead. Its buckets are
@@ -45,11 +46,15 @@ from webgather.cluster.mapping import BucketTable, initial, plan_leave, plan_mem
 from webgather.cluster.transport import Coordinator
 from webgather.runtime.clock import Clock
 
-__all__ = ["Coordinating", "NodeInfo", "dead_nodes", "recoveries_due"]
+__all__ = ["ALIVE", "Coordinating", "NodeInfo", "dead_nodes", "recoveries_due"]
 
 NodeInfo = Mapping[str, Any]
-Recover = Callable[[str, tuple[int, ...]], Awaitable[None]]
+Recover = Callable[[str, tuple[int, ...]], Awaitable[bool]]
+"""Re-send a dead node's buckets; False if skipped (its state is locked: alive again, or being recovered)."""
 ScanPending = Callable[[], Awaitable[int]]
+ALIVE = "alive."
+"""Counter ``alive.<run>.<node>``: raised by a node when it starts during run ``<run>`` (the
+``runs`` counter), so a new lease holder knows which nodes ran since the crawl was last started."""
 WANTED = "recover.wanted."
 DONE = "recover.done."
 
@@ -110,6 +115,8 @@ class Coordinating:
         counters = await coord.counters()
         if counters.get("runs", 0) and counters.get("done", 0) >= counters["runs"]:
             return  # the crawl is over: nodes leaving now are not dying
+        run_prefix = f"{ALIVE}{counters.get('runs', 0)}."
+        self.seen |= {name[len(run_prefix):] for name in counters if name.startswith(run_prefix)}
         members = await coord.members()
         table = await coord.get_table()
         live = sorted(n for n, info in members.items() if not info.get("leaving"))
@@ -158,8 +165,8 @@ class Coordinating:
         self._checked_recoveries = True
         counters = await self.coordinator.counters()
         for node in recoveries_due(counters):
-            await self.recover(node, ())
-            await self.coordinator.incr(DONE + node, counters[WANTED + node] - counters.get(DONE + node, 0))
+            if await self.recover(node, ()):
+                await self.coordinator.incr(DONE + node, counters[WANTED + node] - counters.get(DONE + node, 0))
 
     async def _termination(self, table: BucketTable, members: Mapping[str, NodeInfo]) -> None:
         coord = self.coordinator

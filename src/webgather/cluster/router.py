@@ -48,7 +48,7 @@ from webgather.frontier.model import CrawlItem
 from webgather.runtime.clock import Clock
 from webgather.urls import host_key
 
-__all__ = ["Router", "RouterStats", "send_retrying"]
+__all__ = ["Router", "RouterStats", "send_many", "send_retrying"]
 
 AddLocal = Callable[[list[CrawlItem], float], list[CrawlItem]]
 SEND_CONCURRENCY = 16
@@ -97,6 +97,17 @@ async def send_retrying(transport: UrlTransport, bucket: int, payload: bytes) ->
             retries += 1
             await asyncio.sleep(wait_s)
             wait_s = min(RETRY_MAX_S, wait_s * 2)
+
+
+async def send_many(transport: UrlTransport, messages: Sequence[tuple[int, bytes]],
+                    concurrency: int = 64) -> int:
+    """Send ``(bucket, payload)`` messages, ``concurrency`` at a time (each retried); returns retries.
+    Order holds per bucket only if a bucket appears once."""
+    retries = 0
+    for start in range(0, len(messages), concurrency):
+        chunk = messages[start:start + concurrency]
+        retries += sum(await asyncio.gather(*(send_retrying(transport, b, p) for b, p in chunk)))
+    return retries
 
 
 class Router:

@@ -35,7 +35,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from webgather.cluster.handoff import Action, Ownership, Transition
-from webgather.cluster.router import Router, send_retrying
+from webgather.cluster.router import Router, send_many, send_retrying
 from webgather.cluster.transport import Delivery, UrlTransport
 from webgather.cluster.wire import Handoff, Message, UrlBatch, decode, encode_handoff
 from webgather.errors import BackendUnavailable, ClusterError
@@ -47,6 +47,8 @@ from webgather.urls import host_key
 __all__ = ["BucketKeeper", "bucket_hosts", "import_state", "stored_buckets"]
 
 MAX_BATCHES = 256
+CLAIM_BATCH = 1000
+ACK_CONCURRENCY = 64
 QUIET_POLL_S = 0.01
 
 
@@ -118,17 +120,22 @@ class BucketKeeper:
                 await asyncio.sleep(1.0)
 
     async def process(self, deliveries: Sequence[Delivery]) -> None:
-        """Apply, hold, release or forward each delivery; flush; ack what was done."""
-        async with self.lock:
-            self.busy = True
-            try:
-                acks: dict[int, list[str]] = defaultdict(list)
+        """Apply, hold, release or forward each delivery; flush; ack what was done.
+
+        The acks go out after the lock is released (what they ack is applied and on
+        disk already), so a hand-off or a table change need not wait for them."""
+        self.busy = True
+        try:
+            acks: dict[int, list[str]] = defaultdict(list)
+            async with self.lock:
                 for delivery in deliveries:
                     for done in await self._one(delivery):
                         acks[done.bucket].append(done.delivery_id)
-                await self._ack(acks)
-            finally:
-                self.busy = False
+                if acks:
+                    self.parts.frontier.flush()
+            await self._ack(acks)
+        finally:
+            self.busy = False
 
     async def _one(self, delivery: Delivery) -> list[Delivery]:
         self.counts["deliveries"] += 1
@@ -169,9 +176,8 @@ class BucketKeeper:
     async def _release(self, bucket: int, delivery: Delivery | None, message: Message | None) -> list[Delivery]:
         waiting = self.ownership.awaiting[bucket]
         claimed: list[Delivery] = []
-        if waiting.expected is not None and waiting.expected not in self.alive:
-            claimed = await self.transport.claim_stale([bucket], 0.0)
-            self.counts["claimed"] += len(claimed)
+        if waiting.expected is not None and waiting.expected not in self.alive and not waiting.claimed:
+            claimed = (await self._claim([bucket])).get(bucket, [])
         if isinstance(message, Handoff):
             self.counts["handoffs_in"] += 1
             import_state(self.parts, self.crawl, message.state)
@@ -192,12 +198,40 @@ class BucketKeeper:
             done.append(extra)
         return done
 
+    async def _claim(self, buckets: list[int]) -> dict[int, list[Delivery]]:
+        """Every unacked delivery of ``buckets`` (their reader is dead), by bucket, in stream order."""
+        out: dict[int, list[Delivery]] = defaultdict(list)
+        while True:
+            got = await self.transport.claim_stale(buckets, 0.0, CLAIM_BATCH)
+            fresh = [d for d in got if d.delivery_id not in {x.delivery_id for x in out[d.bucket]}]
+            for delivery in fresh:
+                out[delivery.bucket].append(delivery)
+            self.counts["claimed"] += len(fresh)
+            if len(got) < CLAIM_BATCH or not fresh:
+                return out
+
+    async def _claim_from_dead(self, gained: tuple[int, ...]) -> None:
+        """Gained buckets whose previous owner is dead: take its unacked deliveries now (one call)."""
+        buckets = [b for b in gained if b in self.ownership.awaiting
+                   and self.ownership.awaiting[b].expected not in self.alive]
+        if not buckets:
+            return
+        async with self.lock:
+            claimed = await self._claim(buckets)
+            for bucket in buckets:
+                waiting = self.ownership.awaiting.get(bucket)
+                if waiting is not None:
+                    waiting.held[:0] = claimed.get(bucket, [])
+                    waiting.claimed = True
+
     async def _ack(self, acks: dict[int, list[str]]) -> None:
+        """Flush the frontier (what is acked must be on disk), then ack."""
         if not acks:
             return
         self.parts.frontier.flush()
-        for bucket, ids in acks.items():
-            await self.transport.ack(bucket, ids)
+        pending = list(acks.items())
+        for start in range(0, len(pending), ACK_CONCURRENCY):  # one round trip per bucket: overlap them
+            await asyncio.gather(*(self.transport.ack(b, ids) for b, ids in pending[start:start + ACK_CONCURRENCY]))
 
     async def release_overdue(self, buckets: Iterable[int]) -> None:
         """Awaited buckets whose dead owner's state never came: start them empty."""
@@ -215,8 +249,8 @@ class BucketKeeper:
         """React to an adopted table: hand lost buckets over (in the background)."""
         for bucket in transition.lost_awaiting:
             await self._give_up_awaiting(bucket)
-        for bucket in transition.gained:
-            self.counts["gained"] += 1
+        self.counts["gained"] += len(transition.gained)
+        await self._claim_from_dead(transition.gained)
         if transition.lost:
             self._leaving.set()
 
@@ -224,7 +258,7 @@ class BucketKeeper:
         """Lost before its hand-off came: pass on what was held, and an empty hand-off."""
         async with self.lock:
             waiting = self.ownership.take_awaiting(bucket)
-            for delivery in waiting.held:
+            for delivery in waiting.held:  # in order: one bucket's stream
                 await send_retrying(self.transport, bucket, delivery.payload)
             await self._ack({bucket: [d.delivery_id for d in waiting.held]} if waiting.held else {})
             await self._send_state(BucketState(bucket, self.parts.frontier.n_buckets))
@@ -269,16 +303,16 @@ class BucketKeeper:
         return bool(hosts & in_flight) or bool(hosts & self.crawl.robots_busy)
 
     async def _export_send_drop(self, buckets: list[int], hosts: set[str], merge: bool) -> None:
-        frontier, now = self.parts.frontier, self.parts.clock.monotonic()
+        frontier, now, exported_at = self.parts.frontier, self.parts.clock.monotonic(), self.parts.clock.wall()
         states = [self._fixed_clocks(frontier.export_bucket(b), now) for b in buckets]
         self.crawl.forget_hosts(hosts)
+        await self._send_states(states)  # all sent before any is dropped: a crash re-sends, never loses
         for state in states:
-            await self._send_state(state)
             if state.items or state.hosts or len(state.seen_keys):
                 frontier.drop_bucket(state.bucket)
             if not merge:
                 self.ownership.handed_over(state.bucket)
-                self.log.append((self.parts.clock.wall(), "lost", state.bucket))
+                self.log.append((exported_at, "lost", state.bucket))
         for host in hosts:
             self._saved.pop(host, None)
         frontier.flush()
@@ -295,12 +329,17 @@ class BucketKeeper:
         return BucketState(state.bucket, state.n_buckets, state.items, state.seen_keys, tuple(clocks))
 
     async def _send_state(self, state: BucketState) -> None:
-        self.seq += 1
-        payload = encode_handoff(self.node, self.seq, state)
-        await send_retrying(self.transport, state.bucket, payload)
-        self.counts["handoffs_out"] += 1
-        self.counts["handoff_bytes"] += len(payload)
-        self.counts["handoff_items"] += len(state.items)
+        await self._send_states([state])
+
+    async def _send_states(self, states: list[BucketState]) -> None:
+        messages = []
+        for state in states:
+            self.seq += 1
+            messages.append((state.bucket, encode_handoff(self.node, self.seq, state)))
+            self.counts["handoff_items"] += len(state.items)
+        await send_many(self.transport, messages)
+        self.counts["handoffs_out"] += len(messages)
+        self.counts["handoff_bytes"] += sum(len(payload) for _b, payload in messages)
 
     def idle(self) -> bool:
         return not self.busy and self.ownership.applied()

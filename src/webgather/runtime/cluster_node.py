@@ -35,7 +35,7 @@ from typing import Any
 
 from webgather.cachepolicy import make_cache
 from webgather.cluster.handoff import Ownership
-from webgather.cluster.membership import Coordinating
+from webgather.cluster.membership import ALIVE, Coordinating
 from webgather.cluster.router import Router
 from webgather.cluster.transport import Backend
 from webgather.errors import BackendUnavailable
@@ -79,7 +79,7 @@ class ClusterNode:
                                    claim_idle_s=cluster.claim_idle_s, receive_block_s=min(0.2, cluster.heartbeat_s))
         recover = partial(recover_node, nodes_dir=nodes_dir, config=parts.config, frontier_cls=frontier_cls,
                           transport=self.transport, coordinator=self.coordinator)
-        self.coordinating = Coordinating(self.coordinator, cluster.n_buckets, parts.clock, grace_s=cluster.member_ttl_s,
+        self.coordinating = Coordinating(self.coordinator, cluster.n_buckets, parts.clock, grace_s=cluster.heartbeat_s,
                                          recover=self._recovering(recover), scan_pending=self._scan_pending,
                                          startup_grace_s=max(STARTUP_GRACE_S, 3 * cluster.member_ttl_s),
                                          alive_hint=lambda node: lock_held(nodes_dir / node))
@@ -88,6 +88,7 @@ class ClusterNode:
         self.reason = ""
         self._leaving = False
         self._closing = False
+        self._lease_held = False
         self._end = asyncio.Event()
 
     # -- control ------------------------------------------------------------------------
@@ -118,6 +119,8 @@ class ClusterNode:
         orphans = [b for b in stored_buckets(self.parts) if not self.ownership.is_ready(b)]
         if orphans:
             await self.keeper.hand_over(orphans, merge=True)
+        runs = (await self.coordinator.counters()).get("runs", 0)
+        await self.coordinator.incr(f"{ALIVE}{runs}.{self.node_id}")
         await self._beat()
         async with asyncio.TaskGroup() as group:
             crawling = group.create_task(self.crawl.run())
@@ -161,7 +164,8 @@ class ClusterNode:
     async def _lease_loop(self) -> None:
         while not self._closing:
             try:
-                if await self.coordinator.try_lease(self.node_id, self.cfg.member_ttl_s):
+                self._lease_held = await self.coordinator.try_lease(self.node_id, self.cfg.member_ttl_s)
+                if self._lease_held:
                     await self.coordinating.tick()
             except BackendUnavailable as exc:
                 print(f"webgather node {self.node_id}: {exc}; retrying", file=sys.stderr)
@@ -184,6 +188,8 @@ class ClusterNode:
             await self.keeper.release_overdue(overdue)
         self._check_leave(members)
         await coord.heartbeat(self.node_id, self._info(counters), self.cfg.member_ttl_s)
+        if self._lease_held:  # renew here too: a long tick (a recovery) must not lose the lease
+            self._lease_held = await coord.try_lease(self.node_id, self.cfg.member_ttl_s)
 
     async def _adopt(self, table: Any) -> None:
         async with self.keeper.lock:
@@ -207,8 +213,10 @@ class ClusterNode:
             self.stop("left")
 
     def _recovering(self, recover: Any) -> Any:
-        async def run(dead: str, buckets: tuple[int, ...]) -> None:
-            self.recoveries.append(await recover(dead, buckets))
+        async def run(dead: str, buckets: tuple[int, ...]) -> bool:
+            outcome = await recover(dead, buckets)
+            self.recoveries.append(outcome)
+            return "skipped" not in outcome
         return run
 
     async def _scan_pending(self) -> int:

@@ -49,7 +49,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from webgather.cluster.router import send_retrying
+from webgather.cluster.router import send_many
 from webgather.cluster.transport import Coordinator, UrlTransport
 from webgather.cluster.wire import encode_handoff
 from webgather.config import CrawlConfig
@@ -60,6 +60,7 @@ from webgather.frontier.frontier import Frontier
 __all__ = ["NodeLock", "lock_held", "recover_node"]
 
 LOCK_FILE = "node.lock"
+SEND_CHUNK = 256
 
 
 class NodeLock:
@@ -146,8 +147,8 @@ async def recover_node(dead: str, buckets: tuple[int, ...], *, nodes_dir: Path, 
         return {"node": dead, "skipped": "alive again"}
     try:
         if not (node_dir / "state").is_dir():
-            for bucket in buckets:
-                await send_retrying(transport, bucket, encode_handoff(dead, 0, BucketState(bucket, config.cluster.n_buckets)))
+            await send_many(transport, [(bucket, encode_handoff(dead, 0, BucketState(bucket, config.cluster.n_buckets)))
+                                        for bucket in buckets])
             await coordinator.incr("unrecoverable_buckets", len(buckets))
             return {"node": dead, "unrecoverable_buckets": len(buckets)}
         return await _recover_from_disk(dead, buckets, node_dir / "state", config, frontier_cls, transport, coordinator)
@@ -165,10 +166,11 @@ async def _recover_from_disk(dead: str, buckets: tuple[int, ...], state_dir: Pat
         state = await loop.run_in_executor(pool, _DeadState, state_dir, config, frontier_cls)
         try:
             payloads, in_flight = await loop.run_in_executor(pool, state.export, buckets, dead)
-            for bucket, payload, count in payloads:
-                await send_retrying(transport, bucket, payload)
-                sent.append(bucket)
-                items += count
+            for start in range(0, len(payloads), SEND_CHUNK):
+                chunk = payloads[start:start + SEND_CHUNK]
+                await send_many(transport, [(bucket, payload) for bucket, payload, _n in chunk])
+                sent += [bucket for bucket, _p, _n in chunk]
+                items += sum(n for _b, _p, n in chunk)
         finally:  # drop only what was sent: a bucket not sent stays for the next recovery
             await loop.run_in_executor(pool, state.drop_and_close, sent)
     for name, value in (("recovered_buckets", len(sent)), ("recovered_items", items),

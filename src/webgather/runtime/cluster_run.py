@@ -95,7 +95,7 @@ def run_workers(config: CrawlConfig, seeds: Sequence[str], *, workers: int, redi
     summaries = [_node_summary(out / "nodes" / node, node, epoch, config.cluster.interval_s) for node in nodes]
     merged = merge_summaries(summaries, wall_s=wall_s, finished=finished)
     merged.update({"workers": workers, "exit_codes": dict(zip(nodes, codes, strict=True)),
-                   "counters": {k: v for k, v in counters.items() if not k.startswith("recover.")}})
+                   "counters": {k: v for k, v in counters.items() if not k.startswith(("recover.", "alive."))}})
     write_summary(out, merged)
     return merged
 
