@@ -100,3 +100,35 @@ async def test_flush_sends_everything_now() -> None:
     router.route([_item(u) for u in _urls_for(5, 2) + _urls_for(6, 1)], clock.monotonic())
     await router.flush()
     assert router.stats.messages == 2 and router.idle()
+
+
+class _SlowTransport:
+    """Records what was stored; every send takes a little while."""
+
+    def __init__(self) -> None:
+        self.sent: list[int] = []
+
+    async def send(self, bucket: int, payload: bytes) -> str:
+        await asyncio.sleep(0.005)
+        self.sent.append(bucket)
+        return str(len(self.sent))
+
+
+async def test_the_barrier_waits_for_every_batch_of_the_page_even_past_one_send_chunk() -> None:
+    clock, n = FakeClock(), 64
+    transport = _SlowTransport()
+    router = Router("a", transport, clock, n_buckets=n, add_local=lambda items, now: items,  # type: ignore[arg-type]
+                    is_local=lambda b: False, batch_urls=1, batch_wait_s=10.0)
+
+    def url_in(bucket: int) -> str:
+        return next(f"http://h{i}.test/" for i in range(100_000) if bucket_of(f"h{i}.test", n) == bucket)
+
+    router.route([_item(url_in(0))], clock.monotonic())
+    page = [_item(url_in(b)) for b in range(1, 40)]  # 39 more buffers: past one send chunk (16)
+    router.route(page, clock.monotonic())
+    flusher = asyncio.create_task(router.run())
+    try:
+        await asyncio.wait_for(router.wait_routed(), 5.0)
+        assert len(transport.sent) == 40
+    finally:
+        flusher.cancel()

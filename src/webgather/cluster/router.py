@@ -237,20 +237,22 @@ class Router:
         return due, next_at - now
 
     async def _send_all(self, due: Sequence[tuple[int, _Buffer]]) -> None:
-        for start in range(0, len(due), SEND_CONCURRENCY):
-            chunk = due[start:start + SEND_CONCURRENCY]
-            await asyncio.gather(*(self._send_one(bucket, buffer) for bucket, buffer in chunk))
-        self._progress.set()
+        # Every taken buffer counts as "sending" from this instant, before any await: a page's
+        # barrier must never see its URLs in neither place (sent_upto() would run ahead).
+        tokens = []
+        for _bucket, buffer in due:
+            self.seq += 1
+            tokens.append(self.seq)
+            self._sending[self.seq] = buffer.first_mark
+        for start in range(0, len(due), SEND_CONCURRENCY):  # a send cut short stays "sending": no barrier passes
+            chunk = list(zip(tokens[start:start + SEND_CONCURRENCY], due[start:start + SEND_CONCURRENCY]))
+            await asyncio.gather(*(self._send_one(token, bucket, buffer) for token, (bucket, buffer) in chunk))
+            self._progress.set()
 
-    async def _send_one(self, bucket: int, buffer: _Buffer) -> None:
-        self.seq += 1
-        token = self.seq
-        self._sending[token] = buffer.first_mark
-        try:
-            payload = encode_batch(self.node, token, buffer.items)
-            self.stats.send_retries += await send_retrying(self.transport, bucket, payload)
-        finally:
-            del self._sending[token]
+    async def _send_one(self, token: int, bucket: int, buffer: _Buffer) -> None:
+        payload = encode_batch(self.node, token, buffer.items)
+        self.stats.send_retries += await send_retrying(self.transport, bucket, payload)
+        del self._sending[token]
         self.stats.messages += 1
         self.stats.urls += len(buffer.items)
         self.stats.bytes += len(payload)
