@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster_helpers import own_redis_servers
+from process_helpers import own_redis_servers
 from webgather.cluster.embedded import EmbeddedRedis, find_redis_server
 from webgather.cluster.redis import RedisBackend
 from webgather.errors import BackendUnavailable, ClusterError

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster_helpers import own_redis_servers
+from process_helpers import own_redis_servers
 from webgather.cluster.embedded import EmbeddedRedis
 from webgather.cluster.mapping import initial, plan_join
 from webgather.cluster.redis import RedisBackend, redact_url

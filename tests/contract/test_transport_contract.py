@@ -8,10 +8,8 @@ idle times are the server's, so ``advance`` really sleeps (short times).
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -28,6 +26,8 @@ from webgather.frontier.model import CrawlItem
 from webgather.frontier.seen import seen_key
 from webgather.runtime.clock import FakeClock
 from webgather.urls import fingerprint
+
+from process_helpers import own_redis_servers
 
 N_BUCKETS = 64
 
@@ -326,16 +326,3 @@ async def test_counters_add_up_across_connections(harness: Harness) -> None:
     assert await c.incr("errors", -2) == -2
     assert await c.counters() == {"bytes": 200, "errors": -2, "pages": 42}
 
-
-def own_redis_servers() -> list[int]:
-    """PIDs of redis-server processes that are children of this test process."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-            parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
-        except (OSError, IndexError):
-            continue
-        if cmdline[0].endswith(b"redis-server") and parent == str(os.getpid()):
-            found.append(int(entry.name))
-    return found

@@ -1,4 +1,4 @@
-"""Helpers shared by the cluster tests."""
+"""Helpers any test may import (``tests/`` is on pytest's pythonpath)."""
 
 from __future__ import annotations
 
