@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -41,8 +42,7 @@ def register(sub: Any) -> None:
 
 def _main(args: argparse.Namespace) -> int:
     out = Path(args.out)
-    if (out / "crawl").exists():
-        raise ConfigError(f"{out / 'crawl'} exists: remove it or pass another --out (a demo starts fresh)")
+    _clear_previous_demo(out)
     params = WebParams.for_tests(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host)
     server, port = _start_server(args, out / "testweb")
     try:
@@ -59,6 +59,17 @@ def _main(args: argparse.Namespace) -> int:
         _stop_server(server)
     print_summary(summary)
     return _compare(model, seed, config, out / "crawl")
+
+
+def _clear_previous_demo(out: Path) -> None:
+    """A demo starts fresh: remove an earlier demo's output, refuse anything else."""
+    crawl = out / "crawl"
+    if not crawl.exists():
+        return
+    if not (crawl / "seeds.txt").exists():
+        raise ConfigError(f"{crawl} exists and is not an earlier demo's output: pass another --out")
+    shutil.rmtree(crawl)
+    shutil.rmtree(out / "testweb", ignore_errors=True)
 
 
 def _start_server(args: argparse.Namespace, directory: Path) -> tuple[subprocess.Popen[str], int]:
