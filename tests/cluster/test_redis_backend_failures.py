@@ -24,7 +24,9 @@ def _closed_loopback_port() -> int:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[EmbeddedRedis]:
-    with EmbeddedRedis(tmp_path / "redis") as running:
+    # "always": with "everysec" a loaded machine may postpone the AOF write past the reply
+    # (Redis documents up to 2 s of loss), and these tests kill the server right after acks
+    with EmbeddedRedis(tmp_path / "redis", appendfsync="always") as running:
         yield running
     assert own_redis_servers() == []
 
