@@ -23,7 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from webgather.testweb.params import FIXTURE_KINDS, WebParams
-from webgather.testweb.rand import derive, derive_arr, key64, lognormal_from_unit_arr, unit, unit_arr, weyl
+from webgather.testweb.rand import (
+    derive, derive_arr, key64, lognormal_from_unit_arr, pick_from_mix, unit, unit_arr, weyl,
+)
 
 __all__ = ["HostTable", "build_hosts", "ip_address"]
 
@@ -127,20 +129,11 @@ def _permutations(key_list: tuple[int, ...], pages: np.ndarray) -> tuple[np.ndar
     return mult, add
 
 
-def _pick(mix: tuple[tuple[str, float], ...], u: float) -> str:
-    total = sum(share for _, share in mix)
-    acc = 0.0
-    for kind, share in mix:
-        acc += share / total
-        if u < acc:
-            return kind
-    return mix[-1][0]
-
 
 def _robots_kinds(params: WebParams) -> tuple[tuple[str, ...], tuple[bool, ...]]:
     offset_kind = unit(key64("robots-kind", params.seed))
     offset_map = unit(key64("sitemap", params.seed))
-    kinds = ["allow"] + [_pick(params.robots_mix, weyl(i, offset_kind)) for i in range(1, params.n_hosts)]
+    kinds = ["allow"] + [pick_from_mix(params.robots_mix, weyl(i, offset_kind)) for i in range(1, params.n_hosts)]
     maps = [True] + [
         weyl(i, offset_map) < params.sitemap_share and kinds[i] not in ("error", "garbage", "missing")
         for i in range(1, params.n_hosts)

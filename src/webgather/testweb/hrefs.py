@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from webgather.testweb.rand import derive, unit
+from webgather.testweb.rand import derive, pick_from_mix, unit
 
 __all__ = ["BaseContext", "attr", "choose_href", "dir_of", "relative"]
 
@@ -60,14 +60,6 @@ def relative(base_dir: str, target: str) -> str:
         rel = "./"
     return rel + (mark + query if mark else "")
 
-
-def _pick(table: tuple[tuple[str, float], ...], u: float) -> str:
-    acc = 0.0
-    for name, share in table:
-        acc += share
-        if u < acc:
-            return name
-    return table[-1][0]
 
 
 def _percent_digit(path: str) -> str | None:
@@ -120,10 +112,10 @@ def choose_href(ctx: BaseContext, authority: str, target: str, draw: int, decor:
     u = unit(draw)
     if authority == ctx.authority:
         href_local = _local_form(ctx, target, draw >> 8) if u < 0.5 else None
-        href = href_local if href_local is not None else _same_host(ctx, target, _pick(_SAME_HOST, unit(derive(draw, 1))), draw)
+        href = href_local if href_local is not None else _same_host(ctx, target, pick_from_mix(_SAME_HOST, unit(derive(draw, 1))), draw)
         local = href_local is not None and (href == "" or href.startswith("#"))
     else:
-        href = _absolute(authority, target, _pick(_OTHER_HOST, u))
+        href = _absolute(authority, target, pick_from_mix(_OTHER_HOST, u))
         local = False
     if not local and decor % 10 == 0:
         href += f"#s{link}"

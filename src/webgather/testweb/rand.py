@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from typing import TypeVar
 
 import numpy as np
 from scipy.special import ndtri
@@ -26,10 +27,13 @@ __all__ = [
     "key64",
     "lognormal_from_unit",
     "lognormal_from_unit_arr",
+    "pick_from_mix",
     "unit",
     "unit_arr",
     "weyl",
 ]
+
+T = TypeVar("T")
 
 MASK64 = 0xFFFF_FFFF_FFFF_FFFF
 _GOLDEN = 0x9E37_79B9_7F4A_7C15
@@ -107,3 +111,14 @@ def weyl(index: int, offset: float) -> float:
     a share p appears about every 1/p consecutive indices, not by luck.
     """
     return (offset + index * _PHI_FRAC) % 1.0
+
+
+def pick_from_mix(mix: tuple[tuple[T, float], ...], u: float) -> T:
+    """The value whose share of ``mix`` (weights need not sum to 1) contains the unit draw ``u``."""
+    total = sum(share for _, share in mix)
+    acc = 0.0
+    for value, share in mix:
+        acc += share / total
+        if u < acc:
+            return value
+    return mix[-1][0]

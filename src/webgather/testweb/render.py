@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from email.utils import formatdate
-from typing import TypeVar
 
 import numpy as np
 
@@ -27,7 +26,7 @@ from webgather.testweb.hrefs import BaseContext, attr, choose_href, dir_of
 from webgather.testweb.links import S_DIE_AT, S_DIE_STATUS, out_degrees, page_keys, targets
 from webgather.testweb.params import FIXTURE_KINDS, WebParams
 from webgather.testweb.paths import content_path, entry_paths
-from webgather.testweb.rand import derive, derive_arr, lognormal_from_unit, unit
+from webgather.testweb.rand import derive, derive_arr, lognormal_from_unit, pick_from_mix, unit
 from webgather.testweb.response import Response
 from webgather.testweb.text import Corpus, encode_html, head_charset, header_content_type
 
@@ -36,7 +35,6 @@ __all__ = [
 ]
 
 S_PERIOD, S_PHASE, S_CHARSET = 21, 22, 25
-T = TypeVar("T")
 _LINK_STREAMS = (4 << 20, 6 << 20, 5 << 20, 8 << 20)
 S_GZIP, S_BASE, S_NOFOLLOW, S_TEXT, S_VERSION = 26, 27, 28, 29, 7 << 20
 
@@ -77,15 +75,6 @@ class ContentInfo:
     text_chars: int
 
 
-def _mix_pick(mix: tuple[tuple[T, float], ...], u: float) -> T:
-    total = sum(share for _, share in mix)
-    acc = 0.0
-    for value, share in mix:
-        acc += share / total
-        if u < acc:
-            return value
-    return mix[-1][0]
-
 
 def content_info(core: Core, host: int, index: int) -> ContentInfo:
     p = core.params
@@ -93,7 +82,7 @@ def content_info(core: Core, host: int, index: int) -> ContentInfo:
     keys = page_keys(core.hosts, np.array([host]), local)
     key = int(keys[0])
     degree = int(out_degrees(keys, local, p)[0])
-    period = _mix_pick(p.change_mix, unit(derive(key, S_PERIOD)))
+    period = pick_from_mix(p.change_mix, unit(derive(key, S_PERIOD)))
     base_u = unit(derive(key, S_BASE))
     text_mean = max(300.0, p.mean_page_bytes - 60.0 * p.mean_out_degree - 450.0)
     text = lognormal_from_unit(unit(derive(key, S_TEXT)), text_mean, p.page_bytes_sigma)
@@ -103,7 +92,7 @@ def content_info(core: Core, host: int, index: int) -> ContentInfo:
         phase_s=unit(derive(key, S_PHASE)) * (float(period) if period else 0.0),
         die_at_s=p.epoch_s + unit(derive(key, S_DIE_AT)) * p.death_horizon_s,
         die_status=404 if derive(key, S_DIE_STATUS) % 2 else 410,
-        charset=str(_mix_pick(p.charset_mix, unit(derive(key, S_CHARSET)))),
+        charset=str(pick_from_mix(p.charset_mix, unit(derive(key, S_CHARSET)))),
         gzip=unit(derive(key, S_GZIP)) < p.gzip_share,
         base=0 if base_u >= p.base_href_share else 1 + int(base_u * 1e6) % 2,
         nofollow=unit(derive(key, S_NOFOLLOW)) < p.nofollow_share,
