@@ -161,6 +161,8 @@ class ClusterConfig:
     """Cross-URL batches delivered this long ago and never acked are re-claimed by the bucket's owner."""
     handoff_timeout_s: float = 60.0
     """A bucket taken from a dead node starts empty if no recovered state arrives within this time."""
+    max_outage_s: float = 300.0
+    """A node pauses and retries while the backend (Redis) is unreachable; after this long it stops, keeping its state."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,6 +378,7 @@ def _validate(config: CrawlConfig) -> None:
         (config.cluster.sent_cache_entries >= 0, "cluster.sent_cache_entries must be >= 0"),
         (0 < config.cluster.heartbeat_s < config.cluster.member_ttl_s, "need 0 < cluster.heartbeat_s < cluster.member_ttl_s"),
         (config.cluster.interval_s > 0, "cluster.interval_s must be > 0"),
+        (config.cluster.max_outage_s > 0, "cluster.max_outage_s must be > 0"),
     ]
     for ok, message in checks:
         if not ok:

@@ -16,32 +16,15 @@ from pathlib import Path
 from typing import Any
 
 from cluster_crawl_helpers import cluster_config, duplicates, fetch_entries, small_web, write_toml
+from cluster_process_helpers import children
 
 from webgather.testweb import TestWebServer, WebModel, closure, max_in_flight
 
 M = 64
 
 
-def _children(pid: int) -> list[int]:
-    """Every descendant of ``pid`` (from /proc)."""
-    parents: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            parents.setdefault(ppid, []).append(int(entry.name))
-    out, todo = [], [pid]
-    while todo:
-        for child in parents.get(todo.pop(), []):
-            out.append(child)
-            todo.append(child)
-    return out
-
-
 def _worker_pid(parent: int, node: str) -> int | None:
-    for pid in _children(parent):
+    for pid in children(parent):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -79,7 +62,7 @@ async def _crawl(tmp_path: Path, args: list[str], *, timeout_s: float = 60.0,
             output, _ = await proc.communicate()
     finally:
         if proc.returncode is None:
-            for pid in [*_children(proc.pid), proc.pid]:
+            for pid in [*children(proc.pid), proc.pid]:
                 try:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:

@@ -78,6 +78,8 @@ class EmbeddedRedis:
         self.tcp = tcp or len(str(self.socket_path)) > _UNIX_PATH_MAX
         self.port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
+        self.failed = False
+        """Set by a supervisor that could not restart the server (it stops trying)."""
 
     @property
     def url(self) -> str:

@@ -106,6 +106,7 @@ class Coordinating:
         self.probe = 0
         self.snapshot: dict[str, int] | None = None
         self._checked_recoveries = False
+        self.patient_until = -float("inf")
         self.events: list[tuple[float, str]] = []
         """(wall time, what) of every table change made here (for logs and benches)."""
 
@@ -126,8 +127,9 @@ class Coordinating:
             return
         if not self._checked_recoveries:
             await self._finish_recoveries()
-        dead = dead_nodes(table, members, self.missing_since, self.clock.monotonic(), self.grace_s,
-                          self.seen, self.startup_grace_s)
+        now = self.clock.monotonic()
+        seen = self.seen if now >= self.patient_until else set()  # just after an outage: every node is "starting"
+        dead = dead_nodes(table, members, self.missing_since, now, self.grace_s, seen, self.startup_grace_s)
         if self.alive_hint is not None:
             dead = [node for node in dead if not self.alive_hint(node)]
         if dead:
@@ -143,6 +145,13 @@ class Coordinating:
                 self.snapshot = None
             return
         await self._termination(table, members)
+
+    def backend_returned(self, now: float) -> None:
+        """The backend was unreachable and answers again. Heartbeats could not be written
+        meanwhile (and a restarted Redis drops the expired ones), so no node counts as
+        missing from before, and every node gets ``startup_grace_s`` to heartbeat again."""
+        self.missing_since.clear()
+        self.patient_until = now + self.startup_grace_s
 
     async def _on_deaths(self, table: BucketTable, dead: list[str], live: list[str]) -> None:
         if not live:

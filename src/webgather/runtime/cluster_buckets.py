@@ -32,7 +32,7 @@ import asyncio
 import math
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from webgather.cluster.handoff import Action, Ownership, Transition
 from webgather.cluster.router import Router, send_many, send_retrying
@@ -94,6 +94,8 @@ class BucketKeeper:
         self.seq = 0
         self._saved: dict[str, float] = {}
         self._leaving = asyncio.Event()
+        self.report: Callable[[BackendUnavailable], None] = self._print
+        """Told of each backend failure of the receive loop (the node logs one line per outage)."""
         self.closed = False
         """Set at shutdown: the loops end (a cancellation can be lost inside the Redis client)."""
         self.log: list[tuple[float, str, int]] = []
@@ -116,8 +118,11 @@ class BucketKeeper:
                 if got:
                     await self.process(got)
             except BackendUnavailable as exc:
-                print(f"webgather node {self.node}: {exc}; retrying", file=sys.stderr)
+                self.report(exc)
                 await asyncio.sleep(1.0)
+
+    def _print(self, exc: BackendUnavailable) -> None:
+        print(f"webgather node {self.node}: {exc}; retrying", file=sys.stderr)
 
     async def process(self, deliveries: Sequence[Delivery]) -> None:
         """Apply, hold, release or forward each delivery; flush; ack what was done.

@@ -129,6 +129,8 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
                 _install_signals(node)
             summary = await node.run()
         write_summary(node_dir, summary)
+    if node.failure is not None:
+        raise node.failure
     return summary
 
 

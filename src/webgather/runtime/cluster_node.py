@@ -22,6 +22,12 @@ heartbeats and crawls. Ends: ``done`` (every node stops), :meth:`leave`
 (SIGTERM: say ``leaving``, hand every bucket over, then leave the membership),
 :meth:`stop` (SIGINT: stop now, keep the state; after ``member_ttl_s`` the
 others treat the node as dead and recover its buckets from its state).
+
+Backend outages (:mod:`webgather.cluster.outage`): every loop retries while the
+backend is unreachable (a page waits at its barrier until its cross URLs are
+stored); the node logs one line when the backend goes away and one when it is
+back. After ``max_outage_s`` the node stops as on SIGINT, keeping its state, and
+``failure`` says why (``run_cluster_node`` raises it, after writing the summary).
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 from webgather.cachepolicy import make_cache
 from webgather.cluster.handoff import Ownership
 from webgather.cluster.membership import ALIVE, Coordinating
+from webgather.cluster.outage import Outage
 from webgather.cluster.router import Router
 from webgather.cluster.transport import Backend
 from webgather.errors import BackendUnavailable
@@ -83,6 +90,10 @@ class ClusterNode:
                                          recover=self._recovering(recover), scan_pending=self._scan_pending,
                                          startup_grace_s=max(STARTUP_GRACE_S, 3 * cluster.member_ttl_s),
                                          alive_hint=lambda node: lock_held(nodes_dir / node))
+        self.outage = Outage(self.node_id, cluster.max_outage_s)
+        self.failure: BackendUnavailable | None = None
+        """Set when the node gave up on an unreachable backend (``run`` returns, the caller raises it)."""
+        self.keeper.report = self._backend_failed
         self.adoptions: list[tuple[float, int]] = []
         self.recoveries: list[dict[str, Any]] = []
         self.reason = ""
@@ -159,7 +170,12 @@ class ClusterNode:
             try:
                 await self._beat()
             except BackendUnavailable as exc:
-                print(f"webgather node {self.node_id}: {exc}; retrying", file=sys.stderr)
+                self._backend_failed(exc)
+                if self.outage.exceeded(self.parts.clock.monotonic()) and self.failure is None:
+                    self.failure = BackendUnavailable(self.outage.error_text())  # the command prints it
+                    self.stop("backend unavailable")
+            else:
+                self._backend_answered()
 
     async def _lease_loop(self) -> None:
         while not self._closing:
@@ -168,8 +184,21 @@ class ClusterNode:
                 if self._lease_held:
                     await self.coordinating.tick()
             except BackendUnavailable as exc:
-                print(f"webgather node {self.node_id}: {exc}; retrying", file=sys.stderr)
+                self._backend_failed(exc)
             await asyncio.sleep(self.cfg.heartbeat_s)
+
+    def _backend_failed(self, exc: BackendUnavailable) -> None:
+        """Every loop reports here; one line per outage (the loops keep retrying)."""
+        line = self.outage.failed(self.parts.clock.monotonic(), str(exc))
+        if line is not None:
+            print(line, file=sys.stderr, flush=True)
+
+    def _backend_answered(self) -> None:
+        now = self.parts.clock.monotonic()
+        line = self.outage.succeeded(now)
+        if line is not None:
+            print(line, file=sys.stderr, flush=True)
+            self.coordinating.backend_returned(now)
 
     async def _beat(self) -> None:
         coord = self.coordinator
@@ -254,5 +283,5 @@ class ClusterNode:
             "epoch": self.parts.stats.started_at, "cross": self.router.stats.as_dict(),
             "buckets": dict(self.keeper.counts), "adoptions": self.adoptions,
             "ownership_log": self.keeper.log, "recoveries": self.recoveries,
-            "coordinator_events": self.coordinating.events,
+            "coordinator_events": self.coordinating.events, "backend": self.outage.as_dict(),
         }

@@ -8,7 +8,9 @@ table over ``w0..w{N-1}`` so no hand-off is needed at start, seeds), then runs
 ``DIR/nodes/wK/`` (its log in ``node.log``). It waits for them all; a worker
 that dies is not restarted: the others take its buckets (see
 ``runtime.cluster_recovery``). Ctrl-C (SIGINT) is passed on to every worker,
-which stop keeping their state: the same command resumes the crawl. At the
+which stop keeping their state: the same command resumes the crawl. An
+embedded Redis that dies is started again from its data (the workers pause
+meanwhile; ``runtime.cluster_node``). At the
 end it merges the workers' summaries into ``DIR/summary.json`` (load balance
 per interval, cross-URL traffic; :mod:`webgather.cluster.status`) and stops
 the embedded Redis.
@@ -22,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -31,7 +33,7 @@ from webgather.cluster.embedded import EmbeddedRedis
 from webgather.cluster.redis import RedisBackend
 from webgather.cluster.status import merge_summaries
 from webgather.config import CrawlConfig
-from webgather.errors import ClusterError
+from webgather.errors import BackendUnavailable, ClusterError
 from webgather.runtime.clock import SystemClock
 from webgather.runtime.cluster_crawl import start_crawl
 from webgather.store.crawllog import read_crawl_log
@@ -86,15 +88,20 @@ def run_workers(config: CrawlConfig, seeds: Sequence[str], *, workers: int, redi
         nodes = [f"w{i}" for i in range(workers)]
         epoch = uvloop.run(_start(url, name, config, seeds, nodes))
         t0 = clock.monotonic()
-        codes = _run_processes([node_command(url, name, out, node, node_args) for node in nodes], out, nodes)
+        codes = _run_processes([node_command(url, name, out, node, node_args) for node in nodes], out, nodes,
+                               supervise=lambda: _restart_if_dead(server))
         wall_s = clock.monotonic() - t0
-        finished, counters = uvloop.run(_finished(url, name, config.cluster.n_buckets))
+        error = ""
+        try:
+            finished, counters = uvloop.run(_finished(url, name, config.cluster.n_buckets))
+        except BackendUnavailable as exc:  # the workers said so in their logs; the summary says it too
+            finished, counters, error = False, {}, str(exc)
     finally:
         if server is not None:
             server.stop()
     summaries = [_node_summary(out / "nodes" / node, node, epoch, config.cluster.interval_s) for node in nodes]
     merged = merge_summaries(summaries, wall_s=wall_s, finished=finished)
-    merged.update({"workers": workers, "exit_codes": dict(zip(nodes, codes, strict=True)),
+    merged.update({"workers": workers, "exit_codes": dict(zip(nodes, codes, strict=True)), "backend_error": error,
                    "counters": {k: v for k, v in counters.items() if not k.startswith(("recover.", "alive."))}})
     write_summary(out, merged)
     return merged
@@ -117,7 +124,21 @@ def _node_summary(node_dir: Path, node: str, epoch: float, interval_s: float) ->
             "pages_per_interval": [per_interval.get(i, 0) for i in range(top + 1)]}
 
 
-def _run_processes(commands: list[list[str]], out: Path, nodes: list[str]) -> list[int | None]:
+def _restart_if_dead(server: EmbeddedRedis | None) -> None:
+    """An embedded Redis that died (crash, OOM kill) is started again from its AOF: the
+    workers pause while it is away (see ``cluster.max_outage_s``) and resume."""
+    if server is None or server.running or server.failed:
+        return
+    print("webgather: the embedded Redis exited; restarting it from its data", file=sys.stderr, flush=True)
+    try:
+        server.start()
+    except ClusterError as exc:
+        server.failed = True  # once: the workers stop after max_outage_s, keeping their state
+        print(f"webgather: cannot restart the embedded Redis: {exc}", file=sys.stderr, flush=True)
+
+
+def _run_processes(commands: list[list[str]], out: Path, nodes: list[str],
+                   supervise: Callable[[], None] = lambda: None) -> list[int | None]:
     procs: list[subprocess.Popen[bytes]] = []
     logs = []
     interrupted = []
@@ -136,15 +157,7 @@ def _run_processes(commands: list[list[str]], out: Path, nodes: list[str]) -> li
             log = (node_dir / "node.log").open("ab")
             logs.append(log)
             procs.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
-        stop_by = None
-        while any(p.poll() is None for p in procs):
-            time.sleep(POLL_S)
-            if interrupted and stop_by is None:
-                stop_by = STOP_TIMEOUT_S / POLL_S
-            elif stop_by is not None:
-                stop_by -= 1
-                if stop_by <= 0:
-                    break  # the finally kills what is left
+        _wait_processes(procs, interrupted, supervise)
     finally:
         for sig, handler in old.items():
             signal.signal(sig, handler)
@@ -157,6 +170,22 @@ def _run_processes(commands: list[list[str]], out: Path, nodes: list[str]) -> li
     if interrupted:
         raise KeyboardInterrupt
     return [p.returncode for p in procs]
+
+
+def _wait_processes(procs: list[subprocess.Popen[bytes]], interrupted: list[int],
+                    supervise: Callable[[], None]) -> None:
+    """Until every worker has exited, or STOP_TIMEOUT_S after an interrupt (the caller kills the rest)."""
+    stop_by = None
+    while any(p.poll() is None for p in procs):
+        time.sleep(POLL_S)
+        if not interrupted:
+            supervise()
+        elif stop_by is None:
+            stop_by = STOP_TIMEOUT_S / POLL_S
+        else:
+            stop_by -= 1
+            if stop_by <= 0:
+                return
 
 
 def print_cluster_summary(summary: dict[str, Any]) -> None:
@@ -172,6 +201,8 @@ def print_cluster_summary(summary: dict[str, Any]) -> None:
           f"{cross.get('cache_saved', 0)} saved by the sent-URL cache")
     print(f"load balance: variance of per-node share per {load['interval_s']:g} s interval: "
           f"mean {var:.2e}" if var is not None else "load balance: not enough intervals")
+    if summary.get("backend_error"):
+        print(f"backend: {summary['backend_error']}")
     print(f"finished: {summary['finished']}   (summary.json in the output directory)")
     if summary.get("print_json"):
         print(json.dumps(summary, indent=2))
