@@ -326,3 +326,33 @@ async def test_counters_add_up_across_connections(harness: Harness) -> None:
     assert await c.incr("errors", -2) == -2
     assert await c.counters() == {"bytes": 200, "errors": -2, "pages": 42}
 
+
+
+async def test_addresses_first_published_wins_for_every_connection(harness: Harness) -> None:
+    c, d = harness.coord, (await harness.other()).coordinator()
+    assert await c.get_addresses() == {} and await c.get_addresses(["a.test"]) == {}
+    assert await c.publish_addresses({"a.test": "127.0.0.1", "b.test": ""}) == {"a.test": "127.0.0.1", "b.test": ""}
+    # another node's resolver disagrees: it gets the stored answers, and adds only what is new
+    assert await d.publish_addresses({"a.test": "127.0.0.9", "c.test": "::1"}) == {"a.test": "127.0.0.1",
+                                                                                 "c.test": "::1"}
+    assert await d.get_addresses(["c.test", "a.test", "zz.test"]) == {"a.test": "127.0.0.1", "c.test": "::1"}
+    assert await c.get_addresses() == {"a.test": "127.0.0.1", "b.test": "", "c.test": "::1"}
+    assert await c.publish_addresses({}) == {}
+
+
+async def test_concurrent_publishers_of_one_host_all_get_the_same_answer(harness: Harness) -> None:
+    conns = [harness.coord, *[(await harness.other()).coordinator() for _ in range(3)]]
+    answers = await asyncio.gather(*(conn.publish_addresses({f"h{i}.test": f"10.0.0.{n}" for i in range(1500)})
+                                     for n, conn in enumerate(conns)))
+    assert all(answer == answers[0] for answer in answers)
+    assert len(await harness.coord.get_addresses()) == 1500  # more than one chunk of the Redis backend
+
+
+async def test_bad_address_arguments_are_cluster_errors(harness: Harness) -> None:
+    c = harness.coord
+    for bad in ({"": "1.2.3.4"}, {"a": 5}, ["a"], "a"):
+        with pytest.raises(ClusterError):
+            await c.publish_addresses(bad)  # type: ignore[arg-type]
+    for hosts in ("a.test", [""], [3]):
+        with pytest.raises(ClusterError):
+            await c.get_addresses(hosts)  # type: ignore[arg-type]

@@ -18,11 +18,13 @@ from webgather.errors import ClusterError, IncompatibleCrawl
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
+    "check_addresses",
     "check_buckets",
     "check_cas",
     "check_count",
     "check_counter",
     "check_crawl_name",
+    "check_hosts",
     "check_ids",
     "check_node",
     "check_seconds",
@@ -153,3 +155,23 @@ def check_counter(name: str, n: int) -> None:
         raise ClusterError(f"counter name must be a non-empty string, got {name!r}")
     if isinstance(n, bool) or not isinstance(n, int) or not INT64_MIN <= n <= INT64_MAX:
         raise ClusterError(f"counter increment must be a 64-bit integer, got {n!r}")
+
+
+def check_hosts(hosts: Sequence[str]) -> list[str]:
+    """Host names as a list of non-empty str (a lone string or a non-sequence is an error)."""
+    if isinstance(hosts, (str, bytes)) or not isinstance(hosts, Iterable):
+        raise ClusterError(f"hosts must be a sequence of str, got {type(hosts).__name__}")
+    out = list(dict.fromkeys(hosts))
+    if not all(isinstance(h, str) and h for h in out):
+        raise ClusterError("hosts must be non-empty strings")
+    return out
+
+
+def check_addresses(answers: Mapping[str, str]) -> dict[str, str]:
+    """``host -> address`` answers: non-empty str hosts, str addresses (any text: the caller's)."""
+    if not isinstance(answers, Mapping):
+        raise ClusterError(f"addresses must be a mapping of str to str, got {type(answers).__name__}")
+    check_hosts(list(answers))
+    if not all(isinstance(a, str) for a in answers.values()):
+        raise ClusterError("addresses must be strings")
+    return dict(answers)

@@ -16,6 +16,7 @@ __all__ = [
     "INTEREST",
     "LEAVE",
     "MEMBERS",
+    "PUBLISH_ADDRESSES",
     "READ",
     "SEND",
     "TRY_LEASE",
@@ -163,4 +164,15 @@ if cur == ARGV[1] then
   return 1
 end
 return 0
+"""
+
+PUBLISH_ADDRESSES = """
+-- KEYS: address hash; ARGV: host1, address1, host2, address2, ...
+-- HSETNX per host: the first answer published for a host is every node's answer.
+local hosts = {}
+for i = 1, #ARGV, 2 do
+  redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1])
+  hosts[#hosts + 1] = ARGV[i]
+end
+return redis.call('HMGET', KEYS[1], unpack(hosts))
 """

@@ -3,8 +3,8 @@
 One :class:`InProcessHub` holds everything the Redis backend keeps in Redis:
 a stream per bucket (payloads in send order, a cursor of what was never
 delivered, and the pending deliveries with their node and delivery time), the
-bucket table, members with expiry times, the lease, the crawl's settings and
-counters. Every node gets its own :class:`InProcessTransport` from
+bucket table, members with expiry times, the lease, the crawl's settings,
+counters and the shared host addresses. Every node gets its own :class:`InProcessTransport` from
 ``hub.transport(node)``; they share ``hub.coordinator()``.
 
 Semantics are those of :mod:`webgather.cluster.transport` (the contract suite
@@ -190,6 +190,7 @@ class InProcessCoordinator:
         """node -> (info JSON, expires at)."""
         self._lease: tuple[str, float] | None = None
         self._counters: dict[str, int] = {}
+        self._addresses: dict[str, str] = {}
 
     async def get_table(self) -> BucketTable | None:
         return self._table
@@ -247,3 +248,12 @@ class InProcessCoordinator:
     async def counters(self) -> dict[str, int]:
         return dict(sorted(self._counters.items()))
 
+
+    async def publish_addresses(self, answers: Mapping[str, str]) -> dict[str, str]:
+        return {host: self._addresses.setdefault(host, address)
+                for host, address in common.check_addresses(answers).items()}
+
+    async def get_addresses(self, hosts: Sequence[str] | None = None) -> dict[str, str]:
+        if hosts is None:
+            return dict(self._addresses)
+        return {h: self._addresses[h] for h in common.check_hosts(hosts) if h in self._addresses}

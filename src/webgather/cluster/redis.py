@@ -13,6 +13,7 @@ keep a crawl in one hash slot, so the Lua scripts may touch any of them):
 ``members``         set of node ids; ``m:<node>``: string info JSON with a TTL (``SET PX``)
 ``lease``           string: the lease holder, with a TTL (``SET NX PX``)
 ``counters``        hash of integer counters (``HINCRBY``)
+``addresses``       hash host -> address (``HSETNX`` in a script: the first published wins)
 ==================  ===============================================================
 
 Streams: every node reads through the crawl's one consumer group, as consumer
@@ -57,7 +58,6 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import redis.asyncio as aioredis
 import redis.exceptions as rex
@@ -66,6 +66,7 @@ from redis.backoff import ExponentialBackoff
 
 from webgather.cluster import _common as common
 from webgather.cluster import _redis_scripts as lua
+from webgather.cluster._redis_keys import Keys, redact_url
 from webgather.cluster.mapping import DEFAULT_BUCKETS, MAX_BUCKETS, BucketTable
 from webgather.cluster.transport import Delivery
 from webgather.errors import BackendUnavailable, ClusterError
@@ -77,19 +78,9 @@ GROUP = "wg"
 INTEREST_TTL_MS = 600_000
 """An interest set unused this long expires (a node re-creates it on its next read)."""
 MIN_SERVER_VERSION = (6, 2)
+ADDRESS_CHUNK = 1000
+"""Hosts per script call or HMGET (Lua's unpack takes at most ~8000 values)."""
 _ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
-
-
-def redact_url(url: str) -> str:
-    """``url`` with any password replaced by ``***`` (for messages and logs)."""
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-        return urlunsplit(parts._replace(netloc=netloc))
-    except ValueError:
-        return "<unparsable URL>"
 
 
 @contextmanager
@@ -113,22 +104,6 @@ def _line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
 
 
-class _Keys:
-    def __init__(self, crawl: str) -> None:
-        self.prefix = f"wg:{{{common.check_crawl_name(crawl)}}}:"
-        self.ready = self.prefix + "ready"
-        self.bell = self.prefix + "bell"
-        self.table = self.prefix + "table"
-        self.settings = self.prefix + "settings"
-        self.members = self.prefix + "members"
-        self.member_prefix = self.prefix + "m:"
-        self.lease = self.prefix + "lease"
-        self.counters = self.prefix + "counters"
-
-    def stream(self, bucket: int) -> str:
-        return f"{self.prefix}b:{bucket}"
-
-
 class RedisBackend:
     """One crawl's connection to Redis (a :class:`~webgather.cluster.transport.Backend`).
 
@@ -141,7 +116,7 @@ class RedisBackend:
         self.crawl = crawl
         self.n_buckets = n_buckets
         self.where = where
-        self.keys = _Keys(crawl)
+        self.keys = Keys(crawl)
         self.clock = clock
         self.max_block_s = max_block_s
         self.scripts = {name: client.register_script(getattr(lua, name)) for name in lua.__all__}
@@ -375,3 +350,26 @@ class RedisCoordinator:
         with self.backend.errors():
             raw = await self.backend.client.hgetall(self.keys.counters)
         return {_text(k): int(v) for k, v in sorted(raw.items())}
+
+    async def publish_addresses(self, answers: Mapping[str, str]) -> dict[str, str]:
+        pairs = list(common.check_addresses(answers).items())
+        stored: dict[str, str] = {}
+        for start in range(0, len(pairs), ADDRESS_CHUNK):
+            chunk = pairs[start:start + ADDRESS_CHUNK]
+            flat = [v for pair in chunk for v in pair]
+            values = await self.backend.run("PUBLISH_ADDRESSES", [self.keys.addresses], flat)
+            stored.update((host, _text(value)) for (host, _a), value in zip(chunk, values, strict=True))
+        return stored
+
+    async def get_addresses(self, hosts: Sequence[str] | None = None) -> dict[str, str]:
+        client, key = self.backend.client, self.keys.addresses
+        with self.backend.errors():
+            if hosts is None:  # HSCAN: a big hash is read in steps, never blocking the server long
+                return {_text(h): _text(a) async for h, a in client.hscan_iter(key, count=ADDRESS_CHUNK)}
+            wanted = common.check_hosts(hosts)
+            found: dict[str, str] = {}
+            for start in range(0, len(wanted), ADDRESS_CHUNK):
+                chunk = wanted[start:start + ADDRESS_CHUNK]
+                values = await client.hmget(key, chunk)
+                found.update((h, _text(v)) for h, v in zip(chunk, values, strict=True) if v is not None)
+        return found

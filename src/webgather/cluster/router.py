@@ -27,6 +27,13 @@ before its cross URLs are stored in the backend, or a kill -9 would lose them
 it; it returns once every URL routed by that call has been sent. So batching
 costs each page up to T of extra time in flight, not a lost link.
 
+Partition keys that need a lookup (``partition_by = "ip"``): ``partition_key``
+returns None for a host whose shared address this node does not know yet.
+Such items are *parked* (they count for the page barrier like buffered ones)
+and one background task at a time calls ``learn`` for the hosts of every
+parked item (one batched lookup, never blocking the event loop), then routes
+them. See :mod:`webgather.runtime.cluster_addresses`.
+
 Sends are retried while the backend is unavailable (a page then waits at its
 barrier: back-pressure, not loss). The flusher is :meth:`Router.run`, which the
 node's task group runs.
@@ -36,14 +43,14 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 from webgather.cachepolicy import CachePolicy
 from webgather.cluster.mapping import bucket_of
 from webgather.cluster.transport import UrlTransport
 from webgather.cluster.wire import encode_batch
-from webgather.errors import BackendUnavailable
+from webgather.errors import BackendUnavailable, ClusterError
 from webgather.frontier.model import CrawlItem
 from webgather.runtime.clock import Clock
 from webgather.urls import host_key
@@ -51,6 +58,8 @@ from webgather.urls import host_key
 __all__ = ["Router", "RouterStats", "send_many", "send_retrying"]
 
 AddLocal = Callable[[list[CrawlItem], float], list[CrawlItem]]
+Learn = Callable[[list[str]], Awaitable[None]]
+"""Make the partition keys of these host keys known (may raise BackendUnavailable: retried)."""
 SEND_CONCURRENCY = 16
 """Batches sent at once by the flusher."""
 RETRY_MIN_S = 0.05
@@ -73,10 +82,12 @@ class RouterStats:
     local: int = 0
     """Items routed to this node's own seen-test."""
     send_retries: int = 0
+    parked: int = 0
+    """Items that waited for their host's address (``partition_by = "ip"``)."""
 
     def as_dict(self) -> dict[str, int]:
-        return {"messages": self.messages, "urls": self.urls, "bytes": self.bytes,
-                "cache_saved": self.cache_saved, "local": self.local, "send_retries": self.send_retries}
+        return {"messages": self.messages, "urls": self.urls, "bytes": self.bytes, "cache_saved": self.cache_saved,
+                "local": self.local, "send_retries": self.send_retries, "parked": self.parked}
 
 
 @dataclass(slots=True)
@@ -115,8 +126,8 @@ class Router:
 
     def __init__(self, node: str, transport: UrlTransport, clock: Clock, *, n_buckets: int,
                  add_local: AddLocal, is_local: Callable[[int], bool],
-                 partition_key: Callable[[str], str] | None = None, batch_urls: int = 64,
-                 batch_wait_s: float = 0.05, cache: CachePolicy | None = None) -> None:
+                 partition_key: Callable[[str], str | None] | None = None, batch_urls: int = 64,
+                 batch_wait_s: float = 0.05, cache: CachePolicy | None = None, learn: Learn | None = None) -> None:
         self.node = node
         self.transport = transport
         self.clock = clock
@@ -127,6 +138,7 @@ class Router:
         self.batch_urls = batch_urls
         self.batch_wait_s = batch_wait_s
         self.cache = cache
+        self.learn = learn
         self.stats = RouterStats()
         self.seq = 0
         self._memo: dict[str, int] = {}
@@ -135,18 +147,23 @@ class Router:
         """token -> first mark of a batch being sent."""
         self._routed = 0
         self._pending_mark: int | None = None
+        self._parked: list[tuple[int, CrawlItem]] = []
+        """(mark, item) waiting for the host's partition key, in mark order."""
+        self._learning: asyncio.Task[None] | None = None
         self._kick = asyncio.Event()
         self._progress = asyncio.Event()
         self._closed = False
 
     # -- the hot path ------------------------------------------------------------------
-    def bucket_of_host(self, host: str) -> int:
-        """Bucket of a host key (memoized)."""
+    def bucket_of_host(self, host: str) -> int | None:
+        """Bucket of a host key (memoized); None while its partition key is unknown."""
         bucket = self._memo.get(host)
         if bucket is None:
+            key = self.partition_key(host) if self.partition_key is not None else host
+            if key is None:
+                return None
             if len(self._memo) >= MEMO_MAX_ENTRIES:
                 self._memo.clear()
-            key = self.partition_key(host) if self.partition_key is not None else host
             bucket = self._memo[host] = bucket_of(key, self.n_buckets)
         return bucket
 
@@ -157,7 +174,10 @@ class Router:
         remote = False
         for item in items:
             bucket = self.bucket_of_host(host_key(item.url))
-            if self.is_local(bucket):
+            if bucket is None:
+                self._park(item, mark)
+                remote = True
+            elif self.is_local(bucket):
                 local.append(item)
             elif self._buffer(bucket, item, mark):
                 remote = True
@@ -175,6 +195,7 @@ class Router:
         if buffer is None:
             buffer = self._buffers[bucket] = _Buffer(mark, self.clock.monotonic())
             self._kick.set()
+        buffer.first_mark = min(buffer.first_mark, mark)  # a parked item routed late joins a newer buffer
         buffer.items.append(item)
         if len(buffer.items) >= self.batch_urls:
             self._kick.set()
@@ -192,17 +213,61 @@ class Router:
     def sent_upto(self) -> int:
         """Every route call up to this mark has all its cross URLs sent."""
         firsts = [b.first_mark for b in self._buffers.values()] + list(self._sending.values())
+        if self._parked:
+            firsts.append(self._parked[0][0])
         return min(firsts) - 1 if firsts else self._routed
 
     def idle(self) -> bool:
         """Nothing buffered and nothing being sent."""
-        return not self._buffers and not self._sending
+        return not self._buffers and not self._sending and not self._parked
+
+    # -- items waiting for their host's partition key -------------------------------------------
+    def _park(self, item: CrawlItem, mark: int) -> None:
+        if self.learn is None:
+            raise ClusterError("a partition key returned None but the router has no learn function")
+        self._parked.append((mark, item))
+        self.stats.parked += 1
+        if self._learning is None and not self._closed:
+            self._learning = asyncio.get_running_loop().create_task(self._learn_parked(self.learn))
+
+    async def _learn_parked(self, learn: Learn) -> None:
+        """Learn the keys of every parked item's host (one batch per round), then route them."""
+        try:
+            while self._parked and not self._closed:
+                taken = len(self._parked)
+                await learn(list(dict.fromkeys(host_key(item.url) for _m, item in self._parked[:taken])))
+                if not self._route_parked(taken):
+                    await asyncio.sleep(RETRY_MAX_S)  # learn() left some unknown: try them again
+        finally:
+            self._learning = None
+
+    def _route_parked(self, taken: int) -> bool:
+        """Route the first ``taken`` parked items whose key is now known (before unparking
+        them: the barrier never sees an item in neither place); False if some are not."""
+        local: list[CrawlItem] = []
+        still: list[tuple[int, CrawlItem]] = []
+        for mark, item in self._parked[:taken]:
+            bucket = self.bucket_of_host(host_key(item.url))
+            if bucket is None:
+                still.append((mark, item))
+            elif self.is_local(bucket):
+                local.append(item)
+            else:
+                self._buffer(bucket, item, mark)
+        if local:
+            self.stats.local += len(local)
+            self.add_local(local, self.clock.monotonic())
+        self._parked[:taken] = still
+        self._progress.set()
+        return not still
 
     # -- the flusher -----------------------------------------------------------------------
     def close(self) -> None:
         """End :meth:`run` (a cancellation can be lost inside the Redis client)."""
         self._closed = True
         self._kick.set()
+        if self._learning is not None:
+            self._learning.cancel()
 
     async def run(self) -> None:
         """Send buffers as they become due, until :meth:`close` (or cancelled)."""
@@ -219,7 +284,10 @@ class Router:
                 pass
 
     async def flush(self) -> None:
-        """Send every buffer now (before a graceful stop or a hand-off)."""
+        """Route what is parked and send every buffer now (before a graceful stop or a hand-off)."""
+        while self._parked and self._learning is not None:
+            self._progress.clear()
+            await self._progress.wait()
         while self._buffers:
             due = list(self._buffers.items())
             self._buffers.clear()

@@ -33,7 +33,8 @@ Hand-off of a bucket with this API (what the node integration does):
 The coordinator protocols keep the state every node must agree on: the
 versioned :class:`~webgather.cluster.mapping.BucketTable` (changed only by
 compare-and-swap), membership by heartbeat with a TTL, a lease that elects
-one coordinating node, the crawl's settings, and global counters.
+one coordinating node, the crawl's settings, global counters, and the host
+addresses shared for ``--partition-by ip`` (first published wins).
 :class:`Coordinator` is their union, which both backends implement.
 
 Every method may raise :class:`~webgather.errors.BackendUnavailable` when the
@@ -51,6 +52,7 @@ from typing import Any, Protocol
 from webgather.cluster.mapping import BucketTable
 
 __all__ = [
+    "AddressBook",
     "Backend",
     "Coordinator",
     "Counters",
@@ -167,8 +169,24 @@ class Counters(Protocol):
         ...
 
 
-class Coordinator(CrawlRegistry, Membership, Counters, Protocol):
-    """The three coordination protocols together (what a backend provides)."""
+class AddressBook(Protocol):
+    """Host -> address answers shared by every node (``--partition-by ip``).
+
+    Set-if-absent per host: the first answer published for a host is the one
+    every node uses, so nodes whose resolvers disagree still agree on the partition."""
+
+    async def publish_addresses(self, answers: Mapping[str, str]) -> dict[str, str]:
+        """Store each host's address unless the host has one already (atomic per host); returns
+        the stored address of every host in ``answers``: the caller's, or the first published."""
+        ...
+
+    async def get_addresses(self, hosts: Sequence[str] | None = None) -> dict[str, str]:
+        """The stored addresses of those ``hosts`` that have one (None: of every host)."""
+        ...
+
+
+class Coordinator(CrawlRegistry, Membership, Counters, AddressBook, Protocol):
+    """The coordination protocols together (what a backend provides)."""
 
 
 class Backend(Protocol):

@@ -183,6 +183,11 @@ class Resolver:
     def static(self) -> Mapping[str, str]:
         return self._static
 
+    def pin(self, host: str, address: str) -> None:
+        """Answer ``address`` for ``host`` from now on, over the static map and DNS: a cluster
+        crawling ``--partition-by ip`` connects where every node's partition says the host is."""
+        self._static[_normalize_host(host)] = address
+
     async def resolve(self, host: str) -> str:
         """The address to connect to for ``host``; raises :class:`DnsFailed`."""
         name = _normalize_host(host)

@@ -32,7 +32,7 @@ import asyncio
 import math
 import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from webgather.cluster.handoff import Action, Ownership, Transition
 from webgather.cluster.router import Router, send_many, send_retrying
@@ -95,6 +95,8 @@ class BucketKeeper:
         self._saved: dict[str, float] = {}
         self._leaving = asyncio.Event()
         self.report: Callable[[BackendUnavailable], None] = self._print
+        self.prepare: Callable[[Sequence[Delivery]], Awaitable[None]] | None = None
+        """Awaited before deliveries are applied (``--partition-by ip``: learn their hosts' keys)."""
         """Told of each backend failure of the receive loop (the node logs one line per outage)."""
         self.closed = False
         """Set at shutdown: the loops end (a cancellation can be lost inside the Redis client)."""
@@ -131,6 +133,8 @@ class BucketKeeper:
         disk already), so a hand-off or a table change need not wait for them."""
         self.busy = True
         try:
+            if self.prepare is not None:
+                await self.prepare(deliveries)
             acks: dict[int, list[str]] = defaultdict(list)
             async with self.lock:
                 for delivery in deliveries:
@@ -208,6 +212,8 @@ class BucketKeeper:
         out: dict[int, list[Delivery]] = defaultdict(list)
         while True:
             got = await self.transport.claim_stale(buckets, 0.0, CLAIM_BATCH)
+            if self.prepare is not None:
+                await self.prepare(got)
             fresh = [d for d in got if d.delivery_id not in {x.delivery_id for x in out[d.bucket]}]
             for delivery in fresh:
                 out[delivery.bucket].append(delivery)

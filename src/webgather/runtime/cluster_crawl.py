@@ -32,10 +32,11 @@ from webgather.cluster.transport import Backend
 from webgather.cluster.wire import encode_batch
 from webgather.config import CrawlConfig
 from webgather.errors import ClusterError, IncompatibleCrawl
-from webgather.fetch.resolver import load_resolve_file
+from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
 from webgather.runtime.clock import Clock, SystemClock
+from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
 from webgather.runtime.cluster_frontier import keyed_frontier
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.runtime.cluster_recovery import NodeLock
@@ -43,40 +44,38 @@ from webgather.runtime.parts import open_parts
 from webgather.runtime.pipeline import make_items
 from webgather.scope import Scope
 from webgather.store.summary import write_summary
-from webgather.urls import fingerprint, host_key, hostname
+from webgather.urls import fingerprint, host_key
 
 __all__ = ["join_crawl", "partition_of", "run_cluster_node", "start_crawl", "submit_seeds"]
 
 SEED_SENDER = "seeds"
 
 
-def partition_of(config: CrawlConfig) -> tuple[Callable[[str], str] | None, type[Frontier]]:
-    """The partition key function (None: the host key) and the frontier class that follows it.
+def partition_of(config: CrawlConfig, backend: Backend) -> tuple[SharedAddresses | None, type[Frontier]]:
+    """The shared addresses (None: the partition key is the host key) and the frontier class
+    that follows the partition.
 
-    With ``partition_by = "ip"`` a host's key is its address in ``fetch.resolve_file``
-    (every node reads the same file, so all derive the same mapping); a host the
-    file does not name is its own key."""
+    With ``partition_by = "ip"`` a host's key is the first address any node published for
+    it (:mod:`webgather.runtime.cluster_addresses`); the caller sets its resolver and
+    calls :meth:`~SharedAddresses.refresh` before opening a frontier from disk."""
     if config.cluster.partition_by == "host":
         return None, Frontier
-    if not config.fetch.resolve_file:
-        raise ClusterError("--partition-by ip needs --resolve FILE (the host -> address map every node shares)")
-    addresses = load_resolve_file(config.fetch.resolve_file)
-
-    def key(host: str) -> str:
-        name = hostname("http://" + host + "/")
-        return addresses.get(name, host)
-
-    return key, keyed_frontier(key)
+    addresses = SharedAddresses(backend.coordinator())
+    return addresses, keyed_frontier(addresses.frontier_key)
 
 
 async def submit_seeds(backend: Backend, config: CrawlConfig, seeds: Sequence[str]) -> int:
     """Send the in-scope seeds to their buckets' streams; returns how many were sent."""
     items = make_items([CrawlItem(u, fingerprint(u), depth=0) for u in seeds], Scope(config.scope, seeds))
-    key, _ = partition_of(config)
+    addresses, _ = partition_of(config, backend)
+    if addresses is not None:
+        addresses.resolver = Resolver.from_config(config.fetch, SystemClock())
+        await learn_retrying(addresses, [host_key(item.url) for item in items])
     by_bucket: dict[int, list[CrawlItem]] = defaultdict(list)
     for item in items:
         host = host_key(item.url)
-        by_bucket[bucket_of(key(host) if key else host, config.cluster.n_buckets)].append(item)
+        by_bucket[bucket_of(addresses.frontier_key(host) if addresses else host,
+                            config.cluster.n_buckets)].append(item)
     transport = backend.transport(SEED_SENDER)
     for seq, (bucket, group) in enumerate(sorted(by_bucket.items()), 1):
         await send_retrying(transport, bucket, encode_batch(SEED_SENDER, seq, group))
@@ -116,13 +115,18 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
                            handle_signals: bool = False) -> dict[str, Any]:
     """Run node ``node_id`` under ``nodes_dir/node_id`` until the crawl ends or it leaves; its summary."""
     node_dir = nodes_dir / node_id
-    key, frontier_cls = partition_of(config)
+    addresses, frontier_cls = partition_of(config, backend)
+    if addresses is not None:
+        await addresses.refresh()  # the frontier files its hosts under bucket_of(key) as it opens
     with NodeLock(node_dir):
         async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds,
                               n_buckets=config.cluster.n_buckets, frontier_cls=frontier_cls) as parts:
             parts.stats.started_at = epoch
             parts.stats.interval_s = config.cluster.interval_s
-            node = ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls, partition_key=key)
+            if addresses is not None:
+                addresses.resolver = parts.resolver
+                addresses.pin_all()
+            node = ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls, addresses=addresses)
             if on_start is not None:
                 on_start(node)
             if handle_signals:

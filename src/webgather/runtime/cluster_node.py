@@ -47,6 +47,7 @@ from webgather.cluster.router import Router
 from webgather.cluster.transport import Backend
 from webgather.errors import BackendUnavailable
 from webgather.frontier.frontier import Frontier
+from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
 from webgather.runtime.cluster_buckets import BucketKeeper, stored_buckets
 from webgather.runtime.cluster_recovery import lock_held, recover_node
 from webgather.runtime.node import CrawlNode
@@ -66,7 +67,7 @@ class ClusterNode:
     """A crawl node in a cluster (module docstring). ``await run()`` returns its summary figures."""
 
     def __init__(self, parts: NodeParts, backend: Backend, *, nodes_dir: Path, frontier_cls: type[Frontier] = Frontier,
-                 partition_key: Any = None) -> None:
+                 addresses: SharedAddresses | None = None) -> None:
         cluster = parts.config.cluster
         self.parts = parts
         self.node_id = parts.node_id
@@ -77,8 +78,9 @@ class ClusterNode:
         cache = make_cache(cluster.sent_cache_policy, cluster.sent_cache_entries) if cluster.sent_cache_entries else None
         self.router = Router(self.node_id, self.transport, parts.clock, n_buckets=cluster.n_buckets,
                              add_local=lambda items, now: [], is_local=self.ownership.is_ready,
-                             partition_key=partition_key, batch_urls=cluster.batch_urls,
-                             batch_wait_s=cluster.batch_wait_s, cache=cache)
+                             partition_key=addresses.key if addresses else None, batch_urls=cluster.batch_urls,
+                             batch_wait_s=cluster.batch_wait_s, cache=cache,
+                             learn=partial(learn_retrying, addresses) if addresses else None)
         self.crawl = CrawlNode(parts, router=self.router.route, linger=True, handle_signals=False,
                                after_route=self.router.wait_routed)
         self.router.add_local = self.crawl.add_local
@@ -94,6 +96,9 @@ class ClusterNode:
         self.failure: BackendUnavailable | None = None
         """Set when the node gave up on an unreachable backend (``run`` returns, the caller raises it)."""
         self.keeper.report = self._backend_failed
+        self.addresses = addresses
+        if addresses is not None:  # batches and hand-offs from others may name hosts not learned here yet
+            self.keeper.prepare = addresses.prepare
         self.adoptions: list[tuple[float, int]] = []
         self.recoveries: list[dict[str, Any]] = []
         self.reason = ""
@@ -243,6 +248,8 @@ class ClusterNode:
 
     def _recovering(self, recover: Any) -> Any:
         async def run(dead: str, buckets: tuple[int, ...]) -> bool:
+            if self.addresses is not None:  # the dead node's frontier files its hosts by their keys
+                await self.addresses.refresh()
             outcome = await recover(dead, buckets)
             self.recoveries.append(outcome)
             return "skipped" not in outcome
