@@ -356,3 +356,17 @@ async def test_bad_address_arguments_are_cluster_errors(harness: Harness) -> Non
     for hosts in ("a.test", [""], [3]):
         with pytest.raises(ClusterError):
             await c.get_addresses(hosts)  # type: ignore[arg-type]
+
+
+async def test_permits_are_never_taken_past_the_limit(harness: Harness) -> None:
+    c, d = harness.coord, (await harness.other()).coordinator()
+    assert await c.take_permits("permits", 10, 4) == 4
+    assert await d.take_permits("permits", 10, 4) == 4
+    assert await c.take_permits("permits", 10, 4) == 2  # only what is left
+    assert await d.take_permits("permits", 10, 1) == 0
+    assert await c.incr("permits", -3) == 7  # given back
+    taken = await asyncio.gather(*(conn.take_permits("permits", 10, 2) for conn in (c, d) * 4))
+    assert sum(taken) == 3 and (await c.counters())["permits"] == 10
+    for bad in ((" ", 0, 0), ("", 10, 1), ("p", 10, 0), ("p", 1.5, 1)):
+        with pytest.raises(ClusterError):
+            await c.take_permits(*bad)  # type: ignore[arg-type]

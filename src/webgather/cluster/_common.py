@@ -27,6 +27,7 @@ __all__ = [
     "check_hosts",
     "check_ids",
     "check_node",
+    "check_permits",
     "check_seconds",
     "from_json",
     "mapping_json",
@@ -175,3 +176,9 @@ def check_addresses(answers: Mapping[str, str]) -> dict[str, str]:
     if not all(isinstance(a, str) for a in answers.values()):
         raise ClusterError("addresses must be strings")
     return dict(answers)
+
+
+def check_permits(name: str, limit: int, n: int) -> None:
+    """A counter name, a 64-bit limit and a count >= 1 of permits to take."""
+    check_counter(name, limit)
+    check_count("n", n)

@@ -19,6 +19,7 @@ __all__ = [
     "PUBLISH_ADDRESSES",
     "READ",
     "SEND",
+    "TAKE_PERMITS",
     "TRY_LEASE",
 ]
 
@@ -175,4 +176,13 @@ for i = 1, #ARGV, 2 do
   hosts[#hosts + 1] = ARGV[i]
 end
 return redis.call('HMGET', KEYS[1], unpack(hosts))
+"""
+
+TAKE_PERMITS = """
+-- KEYS: counters hash; ARGV: name, limit, n. Raise the counter by up to n, never past limit.
+local have = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '0')
+local take = math.min(tonumber(ARGV[3]), tonumber(ARGV[2]) - have)
+if take <= 0 then return 0 end
+redis.call('HINCRBY', KEYS[1], ARGV[1], take)
+return take
 """

@@ -9,6 +9,7 @@ node --crawl NAME`` reads it and takes its settings from it, so nodes cannot
 disagree; a node that names a different M is refused with a one-line error.
 
 Per-node settings stay local: ``out_dir``, ``progress``, ``fetch.concurrency``.
+``max_pages`` is the crawl's (crawl-wide: :mod:`webgather.runtime.cluster_permits`).
 
 Storage: the Redis backend keeps it under ``wg:{crawl}:definition`` (``SET
 NX``: the first writer wins); the in-process hub keeps it beside the hub.
@@ -31,7 +32,7 @@ from webgather.errors import ClusterError, IncompatibleCrawl
 
 __all__ = ["CrawlDefinition", "identity", "publish", "read"]
 
-LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "max_pages", "seeds")
+LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "seeds")
 _HUB_DEFINITIONS: weakref.WeakKeyDictionary[InProcessHub, str] = weakref.WeakKeyDictionary()
 
 

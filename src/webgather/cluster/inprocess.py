@@ -249,6 +249,13 @@ class InProcessCoordinator:
         return dict(sorted(self._counters.items()))
 
 
+    async def take_permits(self, name: str, limit: int, n: int) -> int:
+        common.check_permits(name, limit, n)
+        take = max(0, min(n, limit - self._counters.get(name, 0)))
+        if take:
+            self._counters[name] = self._counters.get(name, 0) + take
+        return take
+
     async def publish_addresses(self, answers: Mapping[str, str]) -> dict[str, str]:
         return {host: self._addresses.setdefault(host, address)
                 for host, address in common.check_addresses(answers).items()}

@@ -351,6 +351,10 @@ class RedisCoordinator:
             raw = await self.backend.client.hgetall(self.keys.counters)
         return {_text(k): int(v) for k, v in sorted(raw.items())}
 
+    async def take_permits(self, name: str, limit: int, n: int) -> int:
+        common.check_permits(name, limit, n)
+        return int(await self.backend.run("TAKE_PERMITS", [self.keys.counters], [name, limit, n]))
+
     async def publish_addresses(self, answers: Mapping[str, str]) -> dict[str, str]:
         pairs = list(common.check_addresses(answers).items())
         stored: dict[str, str] = {}

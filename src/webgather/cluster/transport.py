@@ -168,6 +168,12 @@ class Counters(Protocol):
         """Every counter's current value."""
         ...
 
+    async def take_permits(self, name: str, limit: int, n: int) -> int:
+        """Raise counter ``name`` by up to ``n`` without passing ``limit``; returns by how much
+        (0 once it is at the limit). Atomic: concurrent takers never take more than
+        ``limit`` together. Giving permits back is ``incr(name, -k)``."""
+        ...
+
 
 class AddressBook(Protocol):
     """Host -> address answers shared by every node (``--partition-by ip``).

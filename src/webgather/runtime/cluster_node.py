@@ -44,10 +44,11 @@ from webgather.cluster.handoff import Ownership
 from webgather.cluster.membership import ALIVE, Coordinating
 from webgather.cluster.outage import Outage
 from webgather.cluster.router import Router
-from webgather.cluster.transport import Backend
+from webgather.cluster.transport import Backend, UrlTransport
 from webgather.errors import BackendUnavailable
 from webgather.frontier.frontier import Frontier
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
+from webgather.runtime.cluster_permits import PagePermits, batch_size
 from webgather.runtime.cluster_buckets import BucketKeeper, stored_buckets
 from webgather.runtime.cluster_recovery import lock_held, recover_node
 from webgather.runtime.node import CrawlNode
@@ -63,6 +64,17 @@ STARTUP_GRACE_S = 10.0
 """A node in the table never seen alive gets this long to start before it counts as dead."""
 
 
+def _router(parts: NodeParts, transport: UrlTransport, ownership: Ownership,
+            addresses: SharedAddresses | None) -> Router:
+    cluster = parts.config.cluster
+    cache = make_cache(cluster.sent_cache_policy, cluster.sent_cache_entries) if cluster.sent_cache_entries else None
+    return Router(parts.node_id, transport, parts.clock, n_buckets=cluster.n_buckets,
+                  add_local=lambda items, now: [], is_local=ownership.is_ready,
+                  partition_key=addresses.key if addresses else None, batch_urls=cluster.batch_urls,
+                  batch_wait_s=cluster.batch_wait_s, cache=cache,
+                  learn=partial(learn_retrying, addresses) if addresses else None)
+
+
 class ClusterNode:
     """A crawl node in a cluster (module docstring). ``await run()`` returns its summary figures."""
 
@@ -75,14 +87,12 @@ class ClusterNode:
         self.transport = backend.transport(self.node_id)
         self.coordinator = backend.coordinator()
         self.ownership = Ownership(self.node_id)
-        cache = make_cache(cluster.sent_cache_policy, cluster.sent_cache_entries) if cluster.sent_cache_entries else None
-        self.router = Router(self.node_id, self.transport, parts.clock, n_buckets=cluster.n_buckets,
-                             add_local=lambda items, now: [], is_local=self.ownership.is_ready,
-                             partition_key=addresses.key if addresses else None, batch_urls=cluster.batch_urls,
-                             batch_wait_s=cluster.batch_wait_s, cache=cache,
-                             learn=partial(learn_retrying, addresses) if addresses else None)
+        self.router = _router(parts, self.transport, self.ownership, addresses)
+        limit, self._base_pages = parts.config.max_pages, parts.stats.pages
         self.crawl = CrawlNode(parts, router=self.router.route, linger=True, handle_signals=False,
-                               after_route=self.router.wait_routed)
+                               after_route=self.router.wait_routed, page_permit=self._permit if limit else None)
+        self.permits = None if limit is None else PagePermits(
+            self.coordinator, limit, batch_size(limit, parts.config.fetch.concurrency), self.crawl.wake)
         self.router.add_local = self.crawl.add_local
         self.keeper = BucketKeeper(parts, self.crawl, self.ownership, self.transport, self.router,
                                    claim_idle_s=cluster.claim_idle_s, receive_block_s=min(0.2, cluster.heartbeat_s))
@@ -119,12 +129,22 @@ class ClusterNode:
             self._end.set()
 
     def idle(self) -> bool:
-        return self.crawl.idle() and self.router.idle() and self.keeper.idle()
+        """Nothing to do, or (crawl-wide max_pages) nothing running and no permit to be had."""
+        blocked = self.permits is not None and self.crawl.running() == 0 and self.permits.blocked(self._used())
+        return (self.crawl.idle() or blocked) and self.router.idle() and self.keeper.idle()
 
     def activity(self) -> int:
         stats, counts = self.parts.stats, self.keeper.counts
         return (stats.attempts + stats.robots_fetches + stats.urls_new + counts["deliveries"]
-                + counts["handoffs_out"] + self.router.stats.messages)
+                + counts["handoffs_out"] + self.router.stats.messages + (self.permits.taken if self.permits else 0))
+
+    def _used(self) -> int:
+        """Pages fetched since this node started plus fetches running: what its permits paid for."""
+        return self.parts.stats.pages - self._base_pages + self.crawl.running()
+
+    def _permit(self, used: int) -> bool:
+        assert self.permits is not None
+        return self.permits.allows(used - self._base_pages, self.parts.frontier.pending() > 0)
 
     # -- run ------------------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
@@ -147,6 +167,7 @@ class ClusterNode:
             self.crawl.stop()
             await crawling
             await self._flush_router()
+            await self._give_back_permits()
             self._closing = True
             self.router.close()
             self.keeper.close()
@@ -168,6 +189,14 @@ class ClusterNode:
         except TimeoutError:
             print(f"webgather node {self.node_id}: backend unavailable, unsent cross URLs dropped "
                   "(their pages were not completed and will be fetched again)", file=sys.stderr)
+
+    async def _give_back_permits(self) -> None:
+        if self.permits is not None:
+            try:
+                await self.permits.give_back(self._used())
+            except BackendUnavailable:  # kept from the others: the crawl may end that many pages short
+                print(f"webgather node {self.node_id}: backend unavailable, {self.permits.held - self._used()} "
+                      "unused page permits not given back", file=sys.stderr)
 
     async def _beat_loop(self) -> None:
         while not self._closing:
@@ -221,6 +250,8 @@ class ClusterNode:
         if overdue:
             await self.keeper.release_overdue(overdue)
         self._check_leave(members)
+        if self.permits is not None:  # before the info: "idle" must reflect permits given back or taken
+            await self.permits.beat(self._used(), self.parts.frontier.pending() > 0, self.crawl.idle())
         await coord.heartbeat(self.node_id, self._info(counters), self.cfg.member_ttl_s)
         if self._lease_held:  # renew here too: a long tick (a recovery) must not lose the lease
             self._lease_held = await coord.try_lease(self.node_id, self.cfg.member_ttl_s)

@@ -45,13 +45,16 @@ class CrawlNode:
     def __init__(self, parts: NodeParts, *, router: Router | None = None, drain_timeout_s: float = 5.0,
                  linger: bool = False, handle_signals: bool = True,
                  after_route: Callable[[], Awaitable[None]] | None = None,
-                 hooks: FetchHooks | None = None) -> None:
+                 hooks: FetchHooks | None = None, page_permit: Callable[[int], bool] | None = None) -> None:
         """Cluster hooks (defaults: one node): ``linger`` keeps the dispatcher waiting for
         work when the frontier is empty (a cluster node ends by :meth:`stop`);
         ``handle_signals`` False leaves SIGINT/SIGTERM to the caller; ``after_route``
         is awaited after a page's links are routed and before the page completes
         (a cluster node waits there until its cross URLs are sent). ``hooks``: the
-        re-crawl's conditional requests and archiving (:mod:`webgather.recrawl.hooks`)."""
+        re-crawl's conditional requests and archiving (:mod:`webgather.recrawl.hooks`).
+        ``page_permit(used)``: may one more fetch start (``used``: pages plus fetches
+        running)? If not, the dispatcher waits for :meth:`wake` (a cluster's crawl-wide
+        ``max_pages``, :mod:`webgather.runtime.cluster_permits`)."""
         self.parts = parts
         self.node_id = parts.node_id
         self.stats = parts.stats
@@ -69,6 +72,7 @@ class CrawlNode:
         self._handle_signals = handle_signals
         self._after_route = after_route
         self._hooks = hooks
+        self._page_permit = page_permit
         self.robots_busy: set[str] = set()
         """Hosts whose robots.txt request is under way."""
 
@@ -159,14 +163,27 @@ class CrawlNode:
             if host not in self._robots_started:
                 self._start_robots(host, sample_url)
 
+    def running(self) -> int:
+        """Fetches under way (a task that just ended stays in _active until its done-callback runs)."""
+        return sum(not t.done() for t in self._active)
+
+    def wake(self) -> None:
+        self._wakeup.set()
+
     def _page_budget_left(self) -> bool:
-        limit = self.parts.config.max_pages
-        # a task that just ended is still in _active until its done-callback runs: count the running ones
-        return limit is None or self.stats.pages + sum(not t.done() for t in self._active) < limit
+        limit, used = self.parts.config.max_pages, self.stats.pages + self.running()
+        if limit is not None and used >= limit:
+            return False
+        return self._page_permit is None or self._page_permit(used)
 
     async def _dispatch(self, group: asyncio.TaskGroup) -> None:
         frontier, clock = self.parts.frontier, self.parts.clock
-        while not self._stopping and self._page_budget_left():
+        while not self._stopping:
+            if not self._page_budget_left():
+                if self._page_permit is None:
+                    return
+                await self._sleep_until(math.inf)  # until a fetch ends or permits arrive
+                continue
             item, wake_at = frontier.next_ready(clock.monotonic())
             if item is None:
                 if self._finished() and not self._linger:
