@@ -190,6 +190,7 @@ async def main() -> None:
     parser.add_argument("--batches", type=int, default=2000)
     parser.add_argument("--senders", type=int, default=4)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--appendfsync", default="always", choices=["always", "everysec", "no"])
     args = parser.parse_args()
     payloads = report_wire(random.Random(args.seed))
     for decoding in (False, True):
@@ -197,7 +198,7 @@ async def main() -> None:
         bps, ups = await end_to_end(InProcessHub(N_BUCKETS), payloads, args.batches, args.senders, decoding)
         print(f"inprocess: {bps:7,.0f} batches/s, {ups:9,.0f} URLs/s ({what})")
     with tempfile.TemporaryDirectory() as directory:
-        async with EmbeddedRedis(directory) as server:
+        async with EmbeddedRedis(directory, appendfsync=args.appendfsync) as server:
             async with await RedisBackend.connect(server.url, "bench", N_BUCKETS) as backend:
                 for decoding in (False, True):
                     await backend.client.flushdb()

@@ -11,10 +11,10 @@ def own_redis_servers() -> list[int]:
     found = []
     for entry in Path("/proc").iterdir():
         try:
-            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+            exe = os.readlink(entry / "exe")  # not cmdline: redis-server rewrites its process title
             parent = (entry / "stat").read_text().rsplit(")", 1)[1].split()[1]
         except (OSError, IndexError):
             continue
-        if cmdline[0].endswith(b"redis-server") and parent == str(os.getpid()):
+        if exe.endswith("redis-server") and parent == str(os.getpid()):
             found.append(int(entry.name))
     return found

@@ -1,6 +1,7 @@
-"""A Redis that goes away mid-crawl: the nodes pause and resume, or give up after ``max_outage_s``.
+"""A Redis that goes away mid-crawl: the nodes pause and resume, or give up after ``max_outage_s``;
+the embedded Redis of ``--workers`` is restarted by the parent.
 
-The test starts its own redis-server (TCP on loopback, a fixed port kept across
+The first two tests start their own redis-server (TCP on loopback, a fixed port kept across
 restarts) and runs ``webgather crawl --workers 2 --redis URL`` as a child
 process tree against the synthetic web served by this test's event loop.
 Everything started here is ended by PID.
@@ -9,13 +10,15 @@ Everything started here is ended by PID.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from cluster_crawl_helpers import cluster_config, duplicates, fetch_entries, small_web, write_toml
-from cluster_process_helpers import final_fetches, finish, start_webgather
+from cluster_process_helpers import children, final_fetches, finish, start_webgather
 
 from process_helpers import own_redis_servers
 from webgather.cluster.embedded import EmbeddedRedis
@@ -111,3 +114,37 @@ async def test_redis_away_longer_than_the_bound_stops_the_nodes_and_the_command_
     assert {e["url"] for e in entries} == expect
     # a resume fetches again at most the pages that were in flight when the nodes stopped
     assert sum(n - 1 for n in duplicates(entries).values()) <= 2 * 16
+
+
+def _embedded_redis_pid(parent: int) -> int | None:
+    for pid in children(parent):
+        try:
+            exe = os.readlink(f"/proc/{pid}/exe")  # not cmdline: redis-server rewrites its title
+        except OSError:
+            continue
+        if exe.endswith("redis-server"):
+            return pid
+    return None
+
+
+async def test_the_embedded_redis_of_workers_is_restarted_after_a_crash_and_nothing_is_lost(tmp_path: Path) -> None:
+    params = small_web(n_hosts=24)
+    out = tmp_path / "crawl"
+    async with TestWebServer(WebModel(params)) as srv:
+        args, expect = await _setup(tmp_path, srv, params, max_outage_s=30.0)
+        proc = await start_webgather("crawl", *args, "--workers", "2")
+        try:
+            await _wait_pages(out, len(expect) // 3, proc)
+            pid = _embedded_redis_pid(proc.pid)
+            assert pid is not None
+            os.kill(pid, signal.SIGKILL)  # the crash: appendfsync always kept every acknowledged write
+        finally:
+            code, output = await finish(proc, 60.0)
+        records = list(srv.records)
+    print(output)
+    assert code == 0, output
+    assert "the embedded Redis exited; restarting it" in output
+    entries = fetch_entries(out)
+    assert {e["url"] for e in entries} == expect
+    assert duplicates(entries) == {}
+    assert max(max_in_flight(records, lambda r: r.host).values()) == 1
