@@ -143,7 +143,7 @@ class ClusterConfig:
     n_buckets: int = 4096
     """M of the two-stage mapping: partition key -> bucket (hash mod M) -> node. Fixed per crawl."""
     partition_by: Literal["host", "ip"] = "host"
-    """Partition key: the host, or its address from fetch.resolve_file (a per-IP cap then holds cluster-wide)."""
+    """Partition key: the host, or its address as first resolved by any node (a per-IP cap then holds cluster-wide)."""
     batch_urls: int = 64
     """R: a bucket's cross URLs are sent once this many are waiting..."""
     batch_wait_s: float = 0.05
@@ -162,7 +162,7 @@ class ClusterConfig:
     handoff_timeout_s: float = 60.0
     """A bucket taken from a dead node starts empty if no recovered state arrives within this time."""
     max_outage_s: float = 300.0
-    """A node pauses and retries while the backend (Redis) is unreachable; after this long it stops, keeping its state."""
+    """While the backend (Redis) is unreachable a node pauses and retries; after this long it stops, keeping its state."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -23,6 +23,8 @@ One tick does at most one of these, in this order:
    other hand-offs are under way. Counters ``recover.wanted.<node>`` and
    ``recover.done.<node>`` let the next lease holder finish a recovery that
    its predecessor began and did not end.
+   After a backend outage (``backend_returned``) every node gets
+   ``startup_grace_s`` again: no heartbeat could be written meanwhile.
 3. **Joins and graceful leaves** (a node with ``leaving`` in its info): only
    when every live node has applied the current table (its hand-offs done), so
    one transition ends before the next begins; then ``plan_membership``.

@@ -36,7 +36,7 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     add("--crawl", default=None, help="name of the cluster crawl in that Redis (other nodes join it by name)")
     add("--buckets", type=int, default=None, help="M of the two-stage mapping (fixed per crawl; default 4096)")
     add("--partition-by", choices=["host", "ip"], default=None,
-        help="partition hosts over nodes by host, or by address (needs --resolve; per-IP caps hold cluster-wide)")
+        help="partition hosts over nodes by host, or by address (as first resolved; per-IP caps hold cluster-wide)")
     add("--node-id", default=None, help="with --redis and no --workers: this node's id")
 
 
