@@ -50,13 +50,13 @@ def _node_logs(out: Path) -> dict[str, str]:
     return {p.parent.name: p.read_text(errors="replace") for p in sorted(out.glob("nodes/*/node.log"))}
 
 
-async def _setup(tmp_path: Path, srv: TestWebServer, params: Any, **cluster: Any) -> tuple[list[str], set[str]]:
+async def _setup(tmp_path: Path, srv: TestWebServer, params: Any, **cluster: Any) -> tuple[list[str], set[str], int]:
     config = cluster_config(params, tmp_path / "crawl", srv.write_resolve_file(tmp_path / "resolve.txt"),
                             n_buckets=M, min_delay_s=0.05, **cluster)
     seeds = [srv.home_url(0), srv.home_url(3)]
     toml = write_toml(config, tmp_path / "crawl.toml")
     args = [*seeds, "--out", str(tmp_path / "crawl"), "--config", str(toml), "--no-progress"]
-    return args, closure(srv.model, seeds, config)
+    return args, closure(srv.model, seeds, config), config.fetch.concurrency
 
 
 async def test_redis_killed_mid_crawl_and_restarted_loses_nothing(tmp_path: Path,
@@ -64,7 +64,7 @@ async def test_redis_killed_mid_crawl_and_restarted_loses_nothing(tmp_path: Path
     params = small_web(n_hosts=24)
     out = tmp_path / "crawl"
     async with TestWebServer(WebModel(params)) as srv:
-        args, expect = await _setup(tmp_path, srv, params, max_outage_s=30.0)
+        args, expect, concurrency = await _setup(tmp_path, srv, params, max_outage_s=30.0)
         proc = await start_webgather("crawl", *args, "--workers", "2", "--redis", redis_server.url, "--crawl", CRAWL)
         try:
             await _wait_pages(out, len(expect) // 4, proc)
@@ -92,7 +92,7 @@ async def test_redis_away_longer_than_the_bound_stops_the_nodes_and_the_command_
     params = small_web(n_hosts=24)
     out = tmp_path / "crawl"
     async with TestWebServer(WebModel(params)) as srv:
-        args, expect = await _setup(tmp_path, srv, params, max_outage_s=1.5)
+        args, expect, concurrency = await _setup(tmp_path, srv, params, max_outage_s=1.5)
         command = ["crawl", *args, "--workers", "2", "--redis", redis_server.url, "--crawl", CRAWL]
         proc = await start_webgather(*command)
         try:
@@ -113,7 +113,7 @@ async def test_redis_away_longer_than_the_bound_stops_the_nodes_and_the_command_
     entries = fetch_entries(out)
     assert {e["url"] for e in entries} == expect
     # a resume fetches again at most the pages that were in flight when the nodes stopped
-    assert sum(n - 1 for n in duplicates(entries).values()) <= 2 * 16
+    assert sum(n - 1 for n in duplicates(entries).values()) <= 2 * concurrency
 
 
 def _embedded_redis_pid(parent: int) -> int | None:
@@ -131,7 +131,7 @@ async def test_the_embedded_redis_of_workers_is_restarted_after_a_crash_and_noth
     params = small_web(n_hosts=24)
     out = tmp_path / "crawl"
     async with TestWebServer(WebModel(params)) as srv:
-        args, expect = await _setup(tmp_path, srv, params, max_outage_s=30.0)
+        args, expect, concurrency = await _setup(tmp_path, srv, params, max_outage_s=30.0)
         proc = await start_webgather("crawl", *args, "--workers", "2")
         try:
             await _wait_pages(out, len(expect) // 3, proc)
