@@ -25,7 +25,7 @@ from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
 from webgather.runtime.parts import NodeParts
 from webgather.runtime.pipeline import (
-    HostFingerprints, extract, link_log_args, log_entry, make_items, robots_entry, unfetched_entry,
+    HostFingerprints, RoutedUrls, extract, link_log_args, log_entry, make_items, robots_entry, unfetched_entry,
 )
 from webgather.runtime.robots import fetch_robots
 from webgather.urls import canonicalize, fingerprint, host_key, hostname
@@ -64,6 +64,7 @@ class CrawlNode:
         self._robots_pending = 0
         self._dead_hosts: dict[str, str] = {}
         self._host_fp = HostFingerprints()
+        self._routed = RoutedUrls()
         self._slots = asyncio.Semaphore(parts.config.fetch.concurrency)
         self._linger = linger
         self._handle_signals = handle_signals
@@ -98,6 +99,7 @@ class CrawlNode:
     def forget_hosts(self, hosts: Iterable[str]) -> None:
         """These hosts moved to another node: forget their robots state here
         (a robots retry scheduled for one of them is dropped)."""
+        self._routed.clear()  # buckets changed hands: route every URL afresh once
         for host in hosts:
             self._robots_started.discard(host)
             self._dead_hosts.pop(host, None)
@@ -106,6 +108,7 @@ class CrawlNode:
         """``(host, sample url, wait_s)`` of hosts whose queued items arrived by hand-off:
         fetch their robots.txt once ``wait_s`` has passed (the politeness gap after the
         previous owner's last request)."""
+        self._routed.clear()
         for host, sample_url, wait_s in hosts:
             if host in self._robots_started:
                 continue
@@ -240,7 +243,8 @@ class CrawlNode:
             backoff = parts.config.politeness.backoff_base_s * (2 ** item.attempt)
             parts.frontier.retry(item, now, not_before=now + max(decision.not_before_s, backoff))
             return
-        extracted = extract(item, result, decision, parts.scope, self._host_fp, want_text=self._hooks is not None)
+        extracted = extract(item, result, decision, parts.scope, self._host_fp, self._routed,
+                            want_text=self._hooks is not None)
         self.stats.links_found += extracted.links_found
         entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
         self._route(extracted.items, now)
