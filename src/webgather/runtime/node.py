@@ -243,6 +243,10 @@ class CrawlNode:
             backoff = parts.config.politeness.backoff_base_s * (2 ** item.attempt)
             parts.frontier.retry(item, now, not_before=now + max(decision.not_before_s, backoff))
             return
+        # The host may go again now; the page itself completes once its links and log line are stored.
+        parts.frontier.release_host(item, now, response_time_s=result.elapsed_s, error=decision.host_error,
+                                    retry_after_s=decision.not_before_s or None)
+        self._wakeup.set()
         extracted = extract(item, result, decision, parts.scope, self._host_fp, self._routed,
                             want_text=self._hooks is not None)
         self.stats.links_found += extracted.links_found
@@ -256,10 +260,7 @@ class CrawlNode:
         else:
             await self._hooks.store(item, result, entry, links, extracted.text)
         self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body))
-        parts.frontier.complete(
-            item, clock.monotonic(), response_time_s=result.elapsed_s,
-            error=decision.host_error, retry_after_s=decision.not_before_s or None,
-        )
+        parts.frontier.complete(item, clock.monotonic())
 
     async def _record_unfetched(self, item: CrawlItem, error: str, *, release_host: bool) -> None:
         parts = self.parts
