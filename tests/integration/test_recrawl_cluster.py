@@ -138,3 +138,34 @@ def _rows(node_dir: Path) -> set[str]:
         return {r.url for r in state.records()}
     finally:
         state.close()
+
+
+async def test_a_cycle_stopped_midway_resumes_as_the_same_cycle(tmp_path: Path) -> None:
+    model = changing_web(n_hosts=6, mean_pages_per_host=6, change_mix=((None, 1.0),), dying_share=0.0)
+    clock = JumpClock(T0 + 60)
+    nodes: dict[str, ClusterNode] = {}
+    async with TestWebServer(model, clock=clock) as server:
+        config = _cluster(recrawl_config(server, tmp_path), policy="uniform")
+        config = dataclasses.replace(config, politeness=dataclasses.replace(config.politeness, min_delay_s=0.1))
+        out, hub = Path(config.out_dir), InProcessHub(M, clock)
+        first = merge_recrawl(await _cycle(hub, config, [server.home_url(0)], ["a", "b"], clock))
+        clock.advance(HOUR)
+        start = clock.wall()
+
+        async def stop_midway() -> None:
+            while sum(n.parts.stats.pages for n in nodes.values()) < 5:
+                await asyncio.sleep(0.01)
+            for node in nodes.values():
+                node.stop()  # what SIGINT does: stop now, keep the state
+
+        stopper = asyncio.create_task(stop_midway())
+        stopped = merge_recrawl(await _cycle(hub, config, (), ["a", "b"], clock,
+                                             on_start=lambda n: nodes.__setitem__(n.node_id, n)))
+        await stopper
+        resumed = merge_recrawl(await _cycle(hub, config, (), ["a", "b"], clock))
+    assert stopped["cycle"] == resumed["cycle"] == 2 and not stopped["cycle_done"] and resumed["cycle_done"]
+    entries = _since(out, start)
+    assert duplicates(entries) == {}
+    pages = first["counts"]["new_pages"]
+    assert len(entries) == pages and resumed["counts"]["revisits"] == pages, "each URL revisited once in the cycle"
+    assert 0 < stopped["counts"]["fetches"] < pages and resumed["planned_revisits"] == pages

@@ -86,6 +86,7 @@ def merge_summaries(summaries: Sequence[Mapping[str, Any]], *, wall_s: float | N
         "cross": {**cross, "messages_per_page": round(cross["messages"] / pages, 4) if pages else None,
                   "bytes_per_page": round(cross["bytes"] / pages, 1) if pages else None},
         "status": dict(sorted(status.items())), "errors": dict(sorted(errors.items())),
+        "robots_fetches": sum(int(s.get("robots_fetches", 0)) for s in summaries),
         "load": _load_summary(interval_load(per_node), interval_s),
         "finished": finished,
         **({"recrawl": merge_recrawl(summaries)} if any("recrawl" in s for s in summaries) else {}),
