@@ -18,7 +18,14 @@ renew the coordinator lease and, while holding it, run
 Start: the table is read *before* the first heartbeat (see ``handoff``);
 buckets this node's state holds but does not own (it was away and its buckets
 were given to others) are handed to their owners as merges, then the node
-heartbeats and crawls. Ends: ``done`` (every node stops), :meth:`leave`
+heartbeats and crawls.
+
+In a re-crawl cycle (``cycle``, :mod:`~webgather.runtime.cluster_cycle`) the
+node plans its owned buckets' revisits after that hand-over, crawls with the
+cycle's hooks, and draws its fetches from the crawl-wide budget
+(:mod:`~webgather.runtime.cluster_budget`; asked again at every beat, before
+the heartbeat says whether the node is idle). Its re-crawl rows (:class:`RowStore`)
+move with its buckets either way. Ends: ``done`` (every node stops), :meth:`leave`
 (SIGTERM: say ``leaving``, hand every bucket over, then leave the membership),
 :meth:`stop` (SIGINT: stop now, keep the state; after ``member_ttl_s`` the
 others treat the node as dead and recover its buckets from its state).
@@ -40,10 +47,14 @@ from webgather.cluster.router import Router
 from webgather.cluster.transport import Backend
 from webgather.errors import BackendUnavailable
 from webgather.frontier.frontier import Frontier
+from webgather.recrawl.cycle import state_path
+from webgather.runtime.cluster_budget import CycleBudget, chunk_size
 from webgather.runtime.cluster_buckets import BucketKeeper, stored_buckets
+from webgather.runtime.cluster_cycle import NodeCycle, RowStore
 from webgather.runtime.cluster_recovery import lock_held, recover_node
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts
+from webgather.urls import host_key
 
 __all__ = ["ClusterNode"]
 
@@ -51,6 +62,8 @@ INFO_INTERVALS = 120
 """Most recent load intervals published in a node's heartbeat info."""
 SCAN_CONCURRENCY = 64
 FLUSH_TIMEOUT_S = 5.0
+BUDGET_POLL_S = 0.05
+"""How often a node with a cycle budget looks whether its grant runs low (a local check)."""
 STARTUP_GRACE_S = 10.0
 """A node in the table never seen alive gets this long to start before it counts as dead."""
 
@@ -59,7 +72,7 @@ class ClusterNode:
     """A crawl node in a cluster (module docstring). ``await run()`` returns its summary figures."""
 
     def __init__(self, parts: NodeParts, backend: Backend, *, nodes_dir: Path, frontier_cls: type[Frontier] = Frontier,
-                 partition_key: Any = None) -> None:
+                 partition_key: Any = None, cycle: NodeCycle | None = None) -> None:
         cluster = parts.config.cluster
         self.parts = parts
         self.node_id = parts.node_id
@@ -72,11 +85,18 @@ class ClusterNode:
                              add_local=lambda items, now: [], is_local=self.ownership.is_ready,
                              partition_key=partition_key, batch_urls=cluster.batch_urls,
                              batch_wait_s=cluster.batch_wait_s, cache=cache)
+        self.cycle = cycle
+        self.budget = self._budget(cycle)
         self.crawl = CrawlNode(parts, router=self.router.route, linger=True, handle_signals=False,
-                               after_route=self.router.wait_routed)
+                               after_route=self.router.wait_routed, hooks=cycle.hooks if cycle else None,
+                               page_limit=self.budget.limit if self.budget else None)
         self.router.add_local = self.crawl.add_local
         self.keeper = BucketKeeper(parts, self.crawl, self.ownership, self.transport, self.router,
                                    claim_idle_s=cluster.claim_idle_s, receive_block_s=min(0.2, cluster.heartbeat_s))
+        frontier = parts.frontier
+        self.rows = cycle.rows if cycle else RowStore(state_path(parts.out_dir),
+                                                      lambda url: frontier.bucket_for(host_key(url)))
+        self.keeper.rows = self.rows
         recover = partial(recover_node, nodes_dir=nodes_dir, config=parts.config, frontier_cls=frontier_cls,
                           transport=self.transport, coordinator=self.coordinator)
         self.coordinating = Coordinating(self.coordinator, cluster.n_buckets, parts.clock, grace_s=cluster.heartbeat_s,
@@ -103,22 +123,44 @@ class ClusterNode:
             self._end.set()
 
     def idle(self) -> bool:
-        return self.crawl.idle() and self.router.idle() and self.keeper.idle()
+        if not (self.router.idle() and self.keeper.idle()):
+            return False
+        if self.budget is None:
+            return self.crawl.idle()
+        return self.crawl.quiet() and self.budget.settled(self.parts.frontier.pending() > 0)
 
     def activity(self) -> int:
         stats, counts = self.parts.stats, self.keeper.counts
         return (stats.attempts + stats.robots_fetches + stats.urls_new + counts["deliveries"]
-                + counts["handoffs_out"] + self.router.stats.messages)
+                + counts["handoffs_out"] + self.router.stats.messages
+                + (self.budget.operations if self.budget else 0))
+
+    def _budget(self, cycle: NodeCycle | None) -> CycleBudget | None:
+        budget = cycle.parts.config.recrawl.budget_per_cycle if cycle else None
+        if cycle is None or budget is None:
+            return None
+        return CycleBudget(self.coordinator, cycle.spec.cycle, budget, chunk_size(budget, 1),
+                           used=lambda: self.parts.stats.pages, on_grant=lambda: self.crawl.wake(),
+                           retry_s=self.cfg.heartbeat_s)
+
+    async def _budget_tick(self, force: bool = False) -> None:
+        if self.budget is not None:
+            await self.budget.tick(self.parts.frontier.pending() > 0, self.crawl.quiet(),
+                                   self.parts.clock.monotonic(), force)
+
+    async def _budget_loop(self) -> None:
+        while not self._closing:
+            try:
+                await self._budget_tick()
+            except BackendUnavailable as exc:
+                print(f"webgather node {self.node_id}: {exc}; retrying", file=sys.stderr)
+                await asyncio.sleep(self.cfg.heartbeat_s)
+            await asyncio.sleep(BUDGET_POLL_S)
 
     # -- run ------------------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
         started = time.process_time(), self.parts.clock.monotonic()
-        table = await self.coordinator.get_table()
-        if table is not None:
-            await self._adopt(table)
-        orphans = [b for b in stored_buckets(self.parts) if not self.ownership.is_ready(b)]
-        if orphans:
-            await self.keeper.hand_over(orphans, merge=True)
+        await self._start()
         runs = (await self.coordinator.counters()).get("runs", 0)
         await self.coordinator.incr(f"{ALIVE}{runs}.{self.node_id}")
         await self._beat()
@@ -126,7 +168,7 @@ class ClusterNode:
             crawling = group.create_task(self.crawl.run())
             loops = [group.create_task(loop) for loop in (
                 self.router.run(), self.keeper.receive_loop(), self.keeper.handoff_loop(),
-                self._beat_loop(), self._lease_loop())]
+                self._beat_loop(), self._lease_loop(), self._budget_loop())]
             await self._end.wait()
             self.crawl.stop()
             await crawling
@@ -142,6 +184,21 @@ class ClusterNode:
             except BackendUnavailable as exc:
                 print(f"webgather node {self.node_id}: could not leave the membership: {exc}", file=sys.stderr)
         return self._summary(time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
+
+    async def _start(self) -> None:
+        """Adopt the table, hand over what is stored here and not owned, plan the cycle's revisits."""
+        table = await self.coordinator.get_table()
+        if table is not None:
+            await self._adopt(table)
+        stored = set(stored_buckets(self.parts)) | set(self.rows.buckets())
+        orphans = sorted(b for b in stored if not self.ownership.is_ready(b))
+        if orphans:
+            await self.keeper.hand_over(orphans, merge=True)
+        if self.cycle is not None:
+            table = self.ownership.table
+            self.cycle.begin(table, set(self.ownership.ready))
+            if self.budget is not None and table is not None:
+                self.budget.chunk = chunk_size(self.budget.budget, len(table.nodes))
 
     async def _flush_router(self) -> None:
         """Send what is buffered, if the backend answers soon. Dropping it is safe: every buffered
@@ -187,6 +244,7 @@ class ClusterNode:
         if overdue:
             await self.keeper.release_overdue(overdue)
         self._check_leave(members)
+        await self._budget_tick(force=True)  # before the info says idle: see runtime.cluster_budget
         await coord.heartbeat(self.node_id, self._info(counters), self.cfg.member_ttl_s)
         if self._lease_held:  # renew here too: a long tick (a recovery) must not lose the lease
             self._lease_held = await coord.try_lease(self.node_id, self.cfg.member_ttl_s)

@@ -45,13 +45,15 @@ class CrawlNode:
     def __init__(self, parts: NodeParts, *, router: Router | None = None, drain_timeout_s: float = 5.0,
                  linger: bool = False, handle_signals: bool = True,
                  after_route: Callable[[], Awaitable[None]] | None = None,
-                 hooks: FetchHooks | None = None) -> None:
+                 hooks: FetchHooks | None = None, page_limit: Callable[[], int] | None = None) -> None:
         """Cluster hooks (defaults: one node): ``linger`` keeps the dispatcher waiting for
         work when the frontier is empty (a cluster node ends by :meth:`stop`);
         ``handle_signals`` False leaves SIGINT/SIGTERM to the caller; ``after_route``
         is awaited after a page's links are routed and before the page completes
         (a cluster node waits there until its cross URLs are sent). ``hooks``: the
-        re-crawl's conditional requests and archiving (:mod:`webgather.recrawl.hooks`)."""
+        re-crawl's conditional requests and archiving (:mod:`webgather.recrawl.hooks`).
+        ``page_limit``: pages this node may fetch, asked again each time (a cluster cycle's
+        budget, granted in chunks); when it is reached the dispatcher waits for :meth:`wake`."""
         self.parts = parts
         self.node_id = parts.node_id
         self.stats = parts.stats
@@ -70,6 +72,7 @@ class CrawlNode:
         self._handle_signals = handle_signals
         self._after_route = after_route
         self._hooks = hooks
+        self._page_limit = page_limit
         self.robots_busy: set[str] = set()
         """Hosts whose robots.txt request is under way."""
 
@@ -95,6 +98,13 @@ class CrawlNode:
     def idle(self) -> bool:
         """Nothing queued, nothing in flight, no robots.txt pending."""
         return self._finished()
+
+    def quiet(self) -> bool:
+        """Nothing in flight and no robots.txt pending (items may be queued)."""
+        return not self._active and self._robots_pending == 0
+
+    def wake(self) -> None:
+        self._wakeup.set()
 
     def forget_hosts(self, hosts: Iterable[str]) -> None:
         """These hosts moved to another node: forget their robots state here
@@ -163,13 +173,18 @@ class CrawlNode:
                 self._start_robots(host, sample_url)
 
     def _page_budget_left(self) -> bool:
-        limit = self.parts.config.max_pages
+        limit = self.parts.config.max_pages if self._page_limit is None else self._page_limit()
         # a task that just ended is still in _active until its done-callback runs: count the running ones
         return limit is None or self.stats.pages + sum(not t.done() for t in self._active) < limit
 
     async def _dispatch(self, group: asyncio.TaskGroup) -> None:
         frontier, clock = self.parts.frontier, self.parts.clock
-        while not self._stopping and self._page_budget_left():
+        while not self._stopping:
+            if not self._page_budget_left():
+                if self._page_limit is None:
+                    return
+                await self._sleep_until(math.inf)  # until more budget is granted (wake)
+                continue
             item, wake_at = frontier.next_ready(clock.monotonic())
             if item is None:
                 if self._finished() and not self._linger:
