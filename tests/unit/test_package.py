@@ -21,6 +21,7 @@ PURE_MODULES = [
     "webgather.recrawl.policy",
     "webgather.recrawl.simhash",
     "webgather.recrawl.observe",
+    "webgather.recrawl.rows",
 ]
 IO_NAMES = {"asyncio", "socket", "aiohttp", "httpx", "redis", "sqlite3", "time", "os", "random"}
 ALLOWED = {"webgather.cachepolicy": {"random"}}

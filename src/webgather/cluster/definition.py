@@ -9,7 +9,12 @@ node --crawl NAME`` reads it and takes its settings from it, so nodes cannot
 disagree; a node that names a different M is refused with a one-line error.
 
 Per-node settings stay local: ``out_dir``, ``progress``, ``fetch.concurrency``.
-``max_pages`` is the crawl's (crawl-wide: :mod:`webgather.runtime.cluster_permits`).
+``max_pages`` is the crawl's (crawl-wide: :mod:`webgather.runtime.cluster_permits`);
+it limits the crawl, not its re-crawl cycles (a cycle's nodes run without it:
+the cycle's budget limits them, :mod:`webgather.runtime.cluster_budget`).
+Re-crawl settings (``recrawl.*``) are not part of it: each re-crawl cycle has
+its own (:class:`CycleSpec`, stored per cycle: ``webgather recrawl DIR --budget
+N`` may change them from one cycle to the next without a conflict).
 
 Storage: the Redis backend keeps it under ``wg:{crawl}:definition`` (``SET
 NX``: the first writer wins); the in-process hub keeps it beside the hub.
@@ -30,10 +35,13 @@ from webgather.cluster.transport import Backend
 from webgather.config import CrawlConfig, load
 from webgather.errors import ClusterError, IncompatibleCrawl
 
-__all__ = ["CrawlDefinition", "identity", "publish", "read"]
+__all__ = ["CrawlDefinition", "CycleSpec", "identity", "publish", "publish_cycle", "read", "read_cycle"]
 
 LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "seeds")
+CYCLE_PREFIX = "recrawl."
+"""Config keys that belong to a cycle, not to the crawl's definition."""
 _HUB_DEFINITIONS: weakref.WeakKeyDictionary[InProcessHub, str] = weakref.WeakKeyDictionary()
+_HUB_CYCLES: weakref.WeakKeyDictionary[InProcessHub, dict[int, str]] = weakref.WeakKeyDictionary()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +54,8 @@ class CrawlDefinition:
     @classmethod
     def of(cls, config: CrawlConfig, seeds: Sequence[str], epoch: float) -> CrawlDefinition:
         flat = _flatten(dataclasses.asdict(config))
-        return cls({k: v for k, v in flat.items() if k not in LOCAL_KEYS}, tuple(seeds), round(epoch, 3))
+        return cls({k: v for k, v in flat.items() if k not in LOCAL_KEYS and not k.startswith(CYCLE_PREFIX)},
+                   tuple(seeds), round(epoch, 3))
 
     @property
     def n_buckets(self) -> int:
@@ -77,7 +86,7 @@ class CrawlDefinition:
 
     def differences(self, other: CrawlDefinition) -> list[str]:
         """Config keys whose values differ (the seeds and epoch may differ: a resumed crawl adds seeds)."""
-        keys = set(self.config) | set(other.config)
+        keys = {k for k in set(self.config) | set(other.config) if not k.startswith(CYCLE_PREFIX)}
         return sorted(k for k in keys if self.config.get(k) != other.config.get(k))
 
 
@@ -132,3 +141,53 @@ async def read(backend: Backend) -> CrawlDefinition | None:
         text = _HUB_DEFINITIONS.get(backend)
         return None if text is None else CrawlDefinition.from_text(text)
     raise ClusterError(f"no definition store for backend {type(backend).__name__}")
+
+
+@dataclasses.dataclass(frozen=True)
+class CycleSpec:
+    """One re-crawl cycle of a cluster crawl: what every node of the cycle agrees on.
+
+    The cycle's number is the coordinator's counter ``recrawl.cycle`` (see
+    :mod:`webgather.runtime.cluster_cycle`); this is what is stored beside it."""
+
+    cycle: int
+    started_s: float
+    """Wall time the cycle was started (the next one of a continuous crawl starts a cycle length later)."""
+    recrawl: dict[str, Any]
+    """The cycle's ``RecrawlConfig`` fields."""
+    continuous: bool = False
+    """Part of ``crawl --continuous``: nodes that joined by name wait for the next cycle."""
+
+    def to_text(self) -> str:
+        return json.dumps(dataclasses.asdict(self), sort_keys=True, separators=(",", ":"))
+
+    @classmethod
+    def from_text(cls, text: str) -> CycleSpec:
+        try:
+            data = json.loads(text)
+            return cls(int(data["cycle"]), float(data["started_s"]), dict(data["recrawl"]), bool(data["continuous"]))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ClusterError(f"stored re-crawl cycle is unreadable: {exc}") from None
+
+
+async def publish_cycle(backend: Backend, spec: CycleSpec) -> None:
+    """Store ``spec`` (replacing a cycle of that number that was never started)."""
+    if isinstance(backend, RedisBackend):
+        with backend.errors():
+            await backend.client.set(f"{backend.keys.prefix}cycle:{spec.cycle}", spec.to_text())
+    elif isinstance(backend, InProcessHub):
+        _HUB_CYCLES.setdefault(backend, {})[spec.cycle] = spec.to_text()
+    else:
+        raise ClusterError(f"no definition store for backend {type(backend).__name__}")
+
+
+async def read_cycle(backend: Backend, cycle: int) -> CycleSpec | None:
+    if isinstance(backend, RedisBackend):
+        with backend.errors():
+            raw = await backend.client.get(f"{backend.keys.prefix}cycle:{cycle}")
+        text = None if raw is None else raw.decode() if isinstance(raw, bytes) else str(raw)
+    elif isinstance(backend, InProcessHub):
+        text = _HUB_CYCLES.get(backend, {}).get(cycle)
+    else:
+        raise ClusterError(f"no definition store for backend {type(backend).__name__}")
+    return None if text is None else CycleSpec.from_text(text)

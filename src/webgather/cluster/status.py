@@ -10,7 +10,9 @@ variance of the raw shares ``pages_i / total``: the scale of Table 1's 1e-5 to
 of intervals with pages (a node that joined later is not an idle node before).
 
 :func:`merge_summaries` turns the nodes' ``summary.json`` files into the
-crawl's (``DIR/summary.json``); :func:`status_text` renders what ``webgather
+crawl's (``DIR/summary.json``), with :func:`merge_recrawl` for a re-crawl cycle
+(counters and totals summed: each URL's record is kept by exactly one node;
+dead pages listed from every node; freshness weighted by active pages); :func:`status_text` renders what ``webgather
 cluster status`` prints from the members' heartbeat info, the table and the
 counters.
 """
@@ -23,7 +25,9 @@ from typing import Any
 
 from webgather.cluster.mapping import BucketTable
 
-__all__ = ["interval_load", "merge_summaries", "status_text"]
+__all__ = ["MAX_DEAD_LISTED", "interval_load", "merge_recrawl", "merge_summaries", "status_text"]
+
+MAX_DEAD_LISTED = 10_000
 
 
 def interval_load(pages: Mapping[str, Mapping[int, int]]) -> list[dict[str, Any]]:
@@ -82,9 +86,41 @@ def merge_summaries(summaries: Sequence[Mapping[str, Any]], *, wall_s: float | N
         "cross": {**cross, "messages_per_page": round(cross["messages"] / pages, 4) if pages else None,
                   "bytes_per_page": round(cross["bytes"] / pages, 1) if pages else None},
         "status": dict(sorted(status.items())), "errors": dict(sorted(errors.items())),
+        "robots_fetches": sum(int(s.get("robots_fetches", 0)) for s in summaries),
         "load": _load_summary(interval_load(per_node), interval_s),
         "finished": finished,
+        **({"recrawl": merge_recrawl(summaries)} if any("recrawl" in s for s in summaries) else {}),
     }
+
+
+def merge_recrawl(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The cluster's ``recrawl`` section from its nodes' (nodes without one are skipped)."""
+    parts = [dict(s["recrawl"]) for s in summaries if "recrawl" in s]
+    if not parts:
+        return {}
+    counts: Counter[str] = Counter()
+    totals: Counter[str] = Counter()
+    for part in parts:
+        counts.update({str(k): int(v) for k, v in dict(part.get("counts", {})).items()})
+        totals.update({str(k): int(v) for k, v in dict(part.get("totals", {})).items()})
+    active = [(int(dict(p.get("totals", {})).get("active", 0)), float(p.get("estimated_freshness", 0.0)))
+              for p in parts]
+    weight = sum(n for n, _f in active)
+    first = parts[0]
+    return {
+        "cycle": max(int(p["cycle"]) for p in parts), "policy": first.get("policy"), "budget": first.get("budget"),
+        "planned_revisits": sum(int(p.get("planned_revisits", 0)) for p in parts),
+        "cycle_done": all(bool(p.get("cycle_done")) for p in parts),
+        "counts": dict(sorted(counts.items())), "totals": dict(sorted(totals.items())),
+        "estimated_freshness": round(sum(n * f for n, f in active) / weight, 4) if weight else 1.0,
+        "imported": sum(int(p.get("imported", 0)) for p in parts),
+        "dead_this_cycle": _dead(parts, "dead_this_cycle"), "dead": _dead(parts, "dead"),
+    }
+
+
+def _dead(parts: Sequence[Mapping[str, Any]], key: str) -> list[list[str]]:
+    found = sorted({(str(u), str(r)) for p in parts for u, r in p.get(key, [])})
+    return [list(d) for d in found[:MAX_DEAD_LISTED]]
 
 
 def _rate(info: Mapping[str, Any]) -> float:

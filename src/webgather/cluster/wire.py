@@ -4,8 +4,9 @@ Every message starts with one header (all integers little-endian)::
 
     magic b"WG" | version u8 (=1) | type u8 | sender_len u8 | sender utf-8 | seq u64
 
-``type`` is 1 for a :class:`UrlBatch` (cross URLs for one bucket) and 2 for a
-:class:`Handoff` (a bucket's frontier state moving to its new owner). ``sender``
+``type`` is 1 for a :class:`UrlBatch` (cross URLs for one bucket), 2 for a
+:class:`Handoff` (a bucket's frontier state moving to its new owner) and 3 for a
+hand-off that also carries the bucket's re-crawl records (``Handoff.rows``). ``sender``
 is the node id and ``seq`` the sender's message counter (for duplicate
 detection and traffic figures; the transport is at-least-once).
 
@@ -24,6 +25,11 @@ cheaper than 8 bytes per URL on the network. A hand-off continues with::
     bucket u16 | n_buckets u16 | items | n_keys u32 | seen keys u64[n_keys]
     | n_hosts u32 | host_len u16[h] | ip_len u16[h] (0: none) | wait_s f64[h]
     | crawl_delay_s f64[h] | errors u32[h] | accepted u64[h] | hosts utf-8 | ips utf-8
+
+and a type-3 hand-off then with ``rows_len u32 | rows`` (:mod:`webgather.recrawl.rows`:
+JSON, checked value by value). A hand-off without rows is still sent as type 2,
+byte for byte what nodes before the cluster re-crawl read, so a plain crawl
+stays compatible with them; type 3 is new (an older node drops it as unknown).
 
 Decoding checks every length against the bytes present before it allocates,
 and every value against its domain (kind known, priority not NaN, seen keys
@@ -47,6 +53,8 @@ from webgather.errors import ClusterError
 from webgather.frontier.bucket import BucketState, HostClock
 from webgather.frontier.model import CrawlItem
 from webgather.frontier.seen import bucket_range
+from webgather.recrawl.observe import UrlRecord
+from webgather.recrawl.rows import decode_rows, encode_rows
 from webgather.urls import fingerprints
 
 __all__ = [
@@ -72,6 +80,7 @@ MAX_ITEM_STR_BYTES = 0xFFFF
 _MAGIC = b"WG"
 _TYPE_BATCH = 1
 _TYPE_HANDOFF = 2
+_TYPE_HANDOFF_ROWS = 3
 _HAS_ATTEMPT = 1
 _HAS_PRIORITY = 2
 _HEAD = struct.Struct("<2sBBB")
@@ -97,6 +106,8 @@ class Handoff:
     sender: str
     seq: int
     state: BucketState
+    rows: tuple[UrlRecord, ...] = ()
+    """The bucket's re-crawl records (empty for a crawl without re-crawl state)."""
 
 
 Message = UrlBatch | Handoff
@@ -110,19 +121,23 @@ def encode_batch(sender: str, seq: int, items: Sequence[CrawlItem]) -> bytes:
     return _header(sender, seq, _TYPE_BATCH) + _encode_items(items)
 
 
-def encode_handoff(sender: str, seq: int, state: BucketState) -> bytes:
-    """One :class:`Handoff` as bytes (queued items, seen keys and host clocks of a bucket)."""
+def encode_handoff(sender: str, seq: int, state: BucketState, rows: Sequence[UrlRecord] = ()) -> bytes:
+    """One :class:`Handoff` as bytes (queued items, seen keys and host clocks of a bucket,
+    and its re-crawl records if any)."""
     if not 0 <= state.bucket < state.n_buckets <= MAX_BUCKETS:
         raise ClusterError(f"bucket {state.bucket} outside 0..{state.n_buckets - 1}")
     keys = np.ascontiguousarray(state.seen_keys, dtype="<u8")
+    rows_bytes = encode_rows(rows) if rows else b""
     parts = [
-        _header(sender, seq, _TYPE_HANDOFF),
+        _header(sender, seq, _TYPE_HANDOFF_ROWS if rows else _TYPE_HANDOFF),
         _BUCKET.pack(state.bucket, state.n_buckets),
         _encode_items(state.items),
         _U32.pack(len(keys)),
         keys.tobytes(),
         _encode_hosts(state.hosts),
     ]
+    if rows:
+        parts += [_U32.pack(len(rows_bytes)), rows_bytes]
     return b"".join(parts)
 
 
@@ -262,8 +277,9 @@ def decode(payload: bytes) -> Message:
     message: Message
     if kind == _TYPE_BATCH:
         message = UrlBatch(sender, seq, _decode_items(reader))
-    elif kind == _TYPE_HANDOFF:
-        message = Handoff(sender, seq, _decode_handoff(reader))
+    elif kind in (_TYPE_HANDOFF, _TYPE_HANDOFF_ROWS):
+        state = _decode_handoff(reader)
+        message = Handoff(sender, seq, state, _decode_rows(reader) if kind == _TYPE_HANDOFF_ROWS else ())
     else:
         raise ClusterError(f"unknown message type {kind}")
     if reader.remaining:
@@ -309,6 +325,14 @@ def _decode_handoff(reader: _Reader) -> BucketState:
     if n_keys and (int(keys[0]) < low or int(keys[-1]) >= high or (keys[1:] <= keys[:-1]).any()):
         raise ClusterError(f"hand-off seen keys are not sorted, unique keys of bucket {bucket}")
     return BucketState(bucket, n_buckets, items, keys, _decode_hosts(reader))
+
+
+def _decode_rows(reader: _Reader) -> tuple[UrlRecord, ...]:
+    (size,) = reader.unpack(_U32, "re-crawl rows length")
+    try:
+        return decode_rows(bytes(reader.take(size, "re-crawl rows")))
+    except ValueError as exc:
+        raise ClusterError(f"hand-off: {exc}") from None
 
 
 def _decode_hosts(reader: _Reader) -> tuple[HostClock, ...]:

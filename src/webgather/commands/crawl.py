@@ -12,9 +12,10 @@ import sys
 from typing import Any
 
 from webgather.config import CrawlConfig, load
+from webgather.errors import ConfigError
 from webgather.seeds import read_seeds
 
-__all__ = ["add_crawl_options", "config_from_args", "register", "run_main_job"]
+__all__ = ["add_crawl_options", "check_combinations", "config_from_args", "register", "run_main_job"]
 
 
 def register(sub: Any) -> None:
@@ -95,7 +96,24 @@ def run_main_job(config: CrawlConfig, seeds: list[str]) -> dict[str, Any]:
     return uvloop.run(run_crawl(config, seeds, progress=config.progress and sys.stderr.isatty()))
 
 
+_RECRAWL_FLAGS = (("cycle", "--cycle"), ("policy", "--policy"), ("budget", "--budget"), ("new_share", "--new-share"),
+                  ("no_conditional", "--no-conditional"), ("no_dedup", "--no-dedup"), ("max_cycles", "--max-cycles"))
+
+
+def check_combinations(args: argparse.Namespace) -> None:
+    """One-line errors for options that would otherwise be silently ignored."""
+    given = [flag for name, flag in _RECRAWL_FLAGS if getattr(args, name, None) not in (None, False)]
+    if given and not getattr(args, "continuous", False):
+        raise ConfigError(f"{', '.join(given)} only apply to re-crawl cycles: add --continuous "
+                          "(or run webgather recrawl DIR on a finished crawl)")
+    if getattr(args, "continuous", False) and args.max_pages is not None:
+        raise ConfigError("--max-pages does not apply to --continuous: use --budget (page fetches per cycle)")
+    if getattr(args, "node_id", None) and getattr(args, "workers", None):
+        raise ConfigError("--node-id names this process as a node of a --redis crawl; --workers names its workers w0..")
+
+
 def _main(args: argparse.Namespace) -> int:
+    check_combinations(args)
     config = config_from_args(args)
     seeds = read_seeds(args.seeds)
     if getattr(args, "workers", None) or getattr(args, "redis", None):

@@ -6,6 +6,11 @@ per-node ones come from this command line), writes under
 gracefully (hand every bucket over to the others first). SIGINT: stop at once
 keeping the state (the others recover its buckets after ``member_ttl_s``).
 
+In a continuous re-crawl (``crawl --continuous`` with ``--redis``/``--workers``)
+the node stays after a cycle ends and takes part in the next one when it
+starts (``--once``: end with the cycle; what the ``--workers`` parent starts,
+since it starts new workers for every cycle). A signal while waiting ends it.
+
 :func:`run_cluster_main` is what ``webgather crawl`` runs with ``--workers``
 or ``--redis``.
 """
@@ -35,6 +40,7 @@ def register(sub: Any) -> None:
     add("--buckets", type=int, default=None, help="M; refused if it differs from the crawl's")
     add("--concurrency", type=int, default=None, help="requests in flight at this node")
     add("--no-progress", action="store_true", help="accepted for symmetry with crawl; a node prints no progress")
+    add("--once", action="store_true", help="in a continuous re-crawl: end when the current cycle ends")
     parser.set_defaults(func=_main)
 
 
@@ -65,25 +71,65 @@ async def _connect(url: str, crawl: str, n_buckets: int | None) -> Any:
 
 
 async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
-    from webgather.runtime.cluster_crawl import join_crawl, run_cluster_node
+    from webgather.runtime.cluster_crawl import current_cycle, join_crawl, run_cluster_node
 
     backend = await _connect(args.redis, args.crawl, args.buckets)
+    node_id = args.node_id or default_node_id()
     try:
-        out = Path(args.out)
-        config, found = await join_crawl(backend, n_buckets=args.buckets, out_dir=str(out), progress=False,
-                                         **{"fetch.concurrency": args.concurrency})
-        return await run_cluster_node(backend, config, node_id=args.node_id or default_node_id(),
-                                      nodes_dir=out / "nodes", epoch=found.epoch, handle_signals=True)
+        while True:
+            out = Path(args.out)
+            config, found = await join_crawl(backend, n_buckets=args.buckets, out_dir=str(out), progress=False,
+                                             **{"fetch.concurrency": args.concurrency})
+            summary = await run_cluster_node(backend, config, node_id=node_id, nodes_dir=out / "nodes",
+                                             epoch=found.epoch, handle_signals=True)
+            spec = await current_cycle(backend)
+            if args.once or summary["end"] != "done" or spec is None or not spec.continuous:
+                return summary
+            print(f"node {node_id}: cycle {spec.cycle} done ({summary['pages']} pages); waiting for the next one",
+                  flush=True)
+            if not await _next_run(backend):
+                return summary
     finally:
         await backend.aclose()
 
 
+async def _next_run(backend: Any, poll_s: float = 1.0) -> bool:
+    """Wait until the crawl's next run (cycle) starts; False if a signal came first."""
+    import asyncio
+    import signal
+
+    loop, stop = asyncio.get_running_loop(), asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    coordinator = backend.coordinator()
+    while not stop.is_set():
+        counters = await coordinator.counters()
+        if counters.get("runs", 0) > counters.get("done", 0):
+            return True
+        try:
+            await asyncio.wait_for(stop.wait(), poll_s)
+        except TimeoutError:
+            pass
+    return False
+
+
 def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[str]) -> int:
     """``webgather crawl`` with ``--workers`` (local node processes) or ``--redis`` (this process is a node)."""
-    from webgather.runtime.cluster_run import print_cluster_summary, run_workers
+    from webgather.runtime.cluster_run import Cycles, print_cluster_summary, run_workers
 
+    continuous = bool(getattr(args, "continuous", False))
+    if continuous and not args.workers:
+        raise ClusterError("--continuous with --redis needs --workers N (the parent starts each cycle); "
+                           "other machines join with webgather node")
     if args.workers:
         extra = ["--concurrency", str(args.concurrency)] if args.concurrency else []
+        if continuous:
+            from webgather.commands.recrawl import print_cycle
+
+            cycles = Cycles(continuous=True, max_cycles=args.max_cycles, on_cycle=print_cycle)
+            summary = run_workers(config, seeds, workers=args.workers, redis_url=args.redis, crawl=args.crawl,
+                                  node_args=extra, cycles=cycles)
+            return 0 if summary["finished"] else 1
         summary = run_workers(config, seeds, workers=args.workers, redis_url=args.redis, crawl=args.crawl,
                               node_args=extra)
         print_cluster_summary(summary)

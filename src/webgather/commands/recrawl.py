@@ -4,6 +4,12 @@ Also the options of ``webgather crawl --continuous --cycle DURATION`` (which
 keeps re-crawling the collection in ``--out``, one cycle every DURATION).
 Both resume after a kill: the next run continues an unfinished cycle.
 Re-crawl options map onto :class:`webgather.config.RecrawlConfig`.
+
+On the directory of a cluster crawl (``crawl --workers N``: ``DIR/nodes/w0..``)
+``recrawl DIR`` runs the cycle with as many worker processes (``--workers``
+to change it) over the crawl's embedded Redis (``DIR/redis``) or ``--redis URL
+--crawl NAME``; the crawl's settings come from its stored definition, the
+re-crawl ones from this command line. See :mod:`webgather.runtime.cluster_run`.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from pathlib import Path
 from typing import Any
 
 from webgather.config import CrawlConfig
@@ -37,6 +44,11 @@ def register(sub: Any) -> None:
     parser.add_argument("dir", metavar="DIR", help="output directory of an earlier crawl")
     add_crawl_options(parser)
     add_recrawl_options(parser)
+    add = parser.add_argument
+    add("--workers", type=int, default=None, help="a cluster crawl's directory: this many worker processes "
+        "(default: as many as DIR/nodes has)")
+    add("--redis", default=None, help="a cluster crawl's Redis (default: the embedded one under DIR)")
+    add("--crawl", default=None, help="with --redis: the crawl's name there")
     parser.set_defaults(func=_main)
 
 
@@ -75,9 +87,30 @@ def _main(args: argparse.Namespace) -> int:
         raise ConfigError("recrawl: give the crawl directory as DIR, not --out")
     args.out = args.dir
     config = config_from_args(args)
+    if (Path(args.dir) / "nodes").is_dir() or args.workers or args.redis:
+        return _cluster_main(args, config)
     summary = uvloop.run(run_cycle(config))
     print_cycle(summary)
     return 0 if summary["recrawl"]["cycle_done"] else 1
+
+
+def _cluster_main(args: argparse.Namespace, config: CrawlConfig) -> int:
+    """One cycle of a cluster crawl's directory with N worker processes."""
+    from webgather.runtime.cluster_run import Cycles, run_workers
+
+    out = Path(args.dir)
+    if not (out / "nodes").is_dir():
+        raise ConfigError(f"recrawl: {out} is a one-node crawl (no {out / 'nodes'}); --workers and --redis "
+                          "need the directory of a cluster crawl")
+    workers = args.workers or len([d for d in (out / "nodes").iterdir() if re.fullmatch(r"w\d+", d.name)])
+    if not workers:
+        raise ConfigError(f"recrawl: {out / 'nodes'} has no worker directories (w0, w1, ...): give --workers N")
+    if args.redis is None and not (out / "redis").is_dir():
+        raise ConfigError(f"recrawl: {out} has no embedded Redis ({out / 'redis'}): give --redis URL --crawl NAME")
+    extra = ["--concurrency", str(args.concurrency)] if args.concurrency else []
+    summary = run_workers(config, [], workers=workers, redis_url=args.redis, crawl=args.crawl, node_args=extra,
+                          cycles=Cycles(on_cycle=print_cycle, stored_settings=True))
+    return 0 if summary["finished"] and summary.get("recrawl", {}).get("cycle_done") else 1
 
 
 def run_continuous_main(config: CrawlConfig, seeds: list[str], max_cycles: int | None) -> int:
@@ -91,6 +124,11 @@ def run_continuous_main(config: CrawlConfig, seeds: list[str], max_cycles: int |
 
 
 def print_cycle(summary: dict[str, Any]) -> None:
+    if summary.get("backend_error"):  # a cluster cycle whose Redis stayed away: the workers stopped
+        print(f"backend: {summary['backend_error']}", file=sys.stdout)
+    if not summary.get("recrawl"):
+        print("cycle stopped before any node reported it; it resumes on the next run", file=sys.stdout)
+        return
     r = summary["recrawl"]
     counts, totals = r["counts"], r["totals"]
     status = ", ".join(f"{k}: {v}" for k, v in summary.get("status", {}).items()) or "none"

@@ -11,19 +11,13 @@ FIFO within a depth, and among ready hosts the shallowest head goes first.
 ``order="opic"`` orders by ``CrawlItem.priority`` as the caller sets it; the
 OPIC cash accounting itself is not implemented here.
 
-Persistence (``state_dir`` given; details in :mod:`webgather.frontier.persist`):
-queued items live in SQLite, the seen-set in :class:`DiskSeen` run files, and
-every change since the last checkpoint in a redo journal. ``complete`` and
-``retry`` write the journal record holding every change since the previous
-one (the group commit: the node adds a page's links before completing the
-page), one ``os.write`` into the OS; a checkpoint moves it all into SQLite
-every ``checkpoint_interval_s`` of the caller's clock. After ``kill -9``:
-everything up to the last record survives (not fsynced: an OS crash may lose
-the tail); a page whose completion was not written is still queued and is
-fetched again, as are the items in flight (``stats()["resumed_in_flight"]``),
-and its links are found again then. No completed URL is fetched again and no
-discovered URL is lost. Politeness clocks start afresh after a restart (the
-monotonic clock does too); a host's accepted count survives.
+Persistence (``state_dir`` given): queued items in SQLite, the seen-set in
+:class:`DiskSeen` run files, every change since the last checkpoint in a redo
+journal that ``complete``/``retry`` append as one record (the group commit; the
+write order and why each crash point is safe: :mod:`webgather.frontier.persist`).
+After ``kill -9`` no completed URL is fetched again and no discovered URL is lost;
+the items in flight are fetched again (``stats()["resumed_in_flight"]``).
+Politeness clocks start afresh after a restart; a host's accepted count survives.
 """
 
 from __future__ import annotations
@@ -39,12 +33,12 @@ from webgather.cachepolicy import make_cache
 from webgather.cluster.mapping import MAX_BUCKETS, bucket_of
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.errors import ConfigError, FrontierError
+from webgather.frontier.batch import hosts_of, item_fingerprints
 from webgather.frontier.bucket import BucketState, HostClock
 from webgather.frontier.model import CrawlItem
 from webgather.frontier.policy import Politeness
 from webgather.frontier.queues import HostQueues, MemoryQueues
-from webgather.frontier.seen import CachedSeen, KeyArray, MemorySeen, SeenSet, seen_keys
-from webgather.urls import host_key
+from webgather.frontier.seen import CachedSeen, MemorySeen, SeenSet, seen_keys
 
 if TYPE_CHECKING:
     from webgather.frontier.persist import Persistence
@@ -69,6 +63,7 @@ class Frontier:
         self.hosts_of_bucket: dict[int, set[str]] = {}
         self.accepted: dict[str, int] = {}
         self.in_flight_items: dict[int, str] = {}
+        self._released: set[int] = set()  # in flight, but their hosts were released
         self.queued = 0
         self.dropped_by_host_cap = 0
         self.resumed_in_flight = 0
@@ -104,10 +99,10 @@ class Frontier:
         self._touch(now)
         if not items:
             return []
-        hosts = self._hosts_of(items)
+        hosts = hosts_of(items)
         get, new_bucket = self.bucket_of_host.get, self._new_bucket
         buckets = [b if (b := get(h)) is not None else new_bucket(h) for h in hosts]
-        keys = seen_keys(np.array(buckets, dtype=np.uint64), _fingerprints(items))
+        keys = seen_keys(np.array(buckets, dtype=np.uint64), item_fingerprints(items))
         new_mask = self.seen.add_many(keys)
         new_idx = np.flatnonzero(new_mask).tolist()
         if not new_idx:
@@ -122,7 +117,7 @@ class Frontier:
         self._touch(now)
         if not items:
             return []
-        hosts = self._hosts_of(items)
+        hosts = hosts_of(items)
         for host in hosts:
             if host not in self.bucket_of_host:
                 self._new_bucket(host)
@@ -156,13 +151,29 @@ class Frontier:
         self._touch(now)
         host = self._take_in_flight(item)
         self.queues.finish(host, item, False)
-        self.policy.complete(host, now, response_time_s, error, retry_after_s, skipped=skipped)
+        if item.fp in self._released:
+            self._released.discard(item.fp)
+        else:
+            self.policy.complete(host, now, response_time_s, error, retry_after_s, skipped=skipped)
         self._commit()
+
+    def release_host(self, item: CrawlItem, now: float, *, response_time_s: float | None = None,
+                     error: bool = False, retry_after_s: float | None = None) -> None:
+        """The request is over: the host may go again (its clock set as by :meth:`complete`) while
+        ``item`` stays in flight until :meth:`complete` commits it, once what it yielded is stored."""
+        self._touch(now)
+        host = self.in_flight_items.get(item.fp)
+        if host is None or item.fp in self._released:
+            raise FrontierError(f"{item.url!r} is not in flight, or its host was released already")
+        self._released.add(item.fp)
+        self.policy.complete(host, now, response_time_s, error, retry_after_s)
 
     def retry(self, item: CrawlItem, now: float, *, not_before: float, error: bool = True) -> None:
         """Like :meth:`complete`, but ``item`` goes back to its place at the head of
         its host's queue with ``attempt + 1``, and the host waits until ``not_before``."""
         self._touch(now)
+        if item.fp in self._released:
+            raise FrontierError(f"{item.url!r}: a released item can only be completed")
         host = self._take_in_flight(item)
         _, head = self.queues.finish(host, item, True)
         self.queued += 1
@@ -223,7 +234,7 @@ class Frontier:
             raise FrontierError(f"bucket state for M={state.n_buckets}, this frontier has M={self.n_buckets}")
         self._check_bucket(state.bucket)
         now = self.last_now if math.isfinite(self.last_now) else 0.0
-        hosts = self._hosts_of(state.items)
+        hosts = hosts_of(state.items)
         for host in set(hosts) | {clock.host for clock in state.hosts}:
             if self.bucket_for(host) != state.bucket:
                 raise FrontierError(f"host {host!r} is not in bucket {state.bucket}")
@@ -232,7 +243,7 @@ class Frontier:
         for clock in state.hosts:
             self._adopt_clock(clock, now)
         keys = np.asarray(state.seen_keys, dtype=np.uint64)
-        fps = _fingerprints(state.items)
+        fps = item_fingerprints(state.items)
         item_keys = seen_keys(np.full(len(fps), state.bucket, dtype=np.uint64), fps)
         fresh = self.seen.add_many(item_keys)  # one item per URL, and none this node already saw
         other = self.seen.add_many(keys)
@@ -324,19 +335,6 @@ class Frontier:
         if self.persist is not None:
             self.persist.commit(self.last_now)
 
-    def _hosts_of(self, items: Sequence[CrawlItem]) -> list[str]:
-        """``host_key`` of each item's URL: the authority of ``scheme://authority/...`` by one
-        split (3x faster), and ``host_key`` itself where userinfo or a query could be in it."""
-        try:
-            hosts = [it.url.split("/", 3)[2] for it in items]
-        except (IndexError, AttributeError, TypeError):
-            bad = next(it for it in items if not isinstance(getattr(it, "url", None), str) or "//" not in it.url)
-            raise FrontierError(f"not a canonical absolute URL: {getattr(bad, 'url', bad)!r}") from None
-        for i, host in enumerate(hosts):
-            if "@" in host or "?" in host or not host:
-                hosts[i] = host_key(items[i].url)
-        return hosts
-
     def bucket_for(self, host: str) -> int:
         """The bucket of a host: ``bucket_of(host)``. A subclass may key buckets otherwise
         (e.g. by the host's IP); seen keys, hand-off and import all follow this."""
@@ -389,11 +387,3 @@ class Frontier:
     def _check_bucket(self, bucket: int) -> None:
         if not 0 <= bucket < self.n_buckets:
             raise FrontierError(f"bucket {bucket} outside 0..{self.n_buckets - 1}")
-
-
-def _fingerprints(items: Sequence[CrawlItem]) -> KeyArray:
-    try:
-        return np.fromiter((it.fp for it in items), dtype=np.uint64, count=len(items))
-    except (TypeError, ValueError, OverflowError):
-        bad = next(it for it in items if not (isinstance(it.fp, int) and 0 <= it.fp < 1 << 64))
-        raise FrontierError(f"fingerprint of {bad.url!r} is not an unsigned 64-bit int: {bad.fp!r}") from None

@@ -14,6 +14,8 @@ fetch budget, queues them in the frontier past its seen-test, and runs the
 node; never-seen URLs share the budget; robots.txt answers are reused
 across cycles for ``robots.ttl_s``. Each cycle's summary reports its
 counters, the dead pages and an estimated freshness of the collection. A crawl made without re-crawl state
-is imported from its crawl log and archive (:mod:`.bootstrap`). Pure:
-estimate, policy, simhash, observe. IO: state, hooks, bootstrap, cycle.
+is imported from its crawl log and archive (:mod:`.bootstrap`). In a
+cluster each node keeps the rows of the buckets it owns; they travel with a
+bucket as :mod:`.rows` (see ``webgather.runtime.cluster_cycle``). Pure:
+estimate, policy, simhash, observe, rows. IO: state, hooks, bootstrap, cycle.
 """

@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts, open_parts
 from webgather.store.summary import write_summary
 
-__all__ = ["MAX_DEAD_LISTED", "check_config", "run_continuous", "run_cycle", "state_path"]
+__all__ = ["MAX_DEAD_LISTED", "check_config", "plan", "queue", "run_continuous", "run_cycle", "section", "state_path"]
 
 MAX_DEAD_LISTED = 10_000
 """Dead URLs listed by name in a summary (the count is always exact)."""
@@ -138,23 +138,25 @@ def _begin(state: UrlState, parts: NodeParts, cfg: RecrawlConfig) -> CycleRow:
         return last
     if last is not None and last.status == "planned":
         if parts.frontier.pending() < last.queued_before + last.planned:  # killed before the queueing
-            _queue(parts, state.pending_records(last.id))
+            queue(parts, state.pending_records(last.id))
         state.set_cycle_status(last.id, "running")
         return last
     if parts.frontier.pending() == 0:
         state.clear_pending()  # marks left by revisits that never ran (dropped hosts, internal errors)
-    cycle = _plan(state, parts, cfg, 1 if last is None else last.id + 1)
-    _queue(parts, state.pending_records(cycle.id))
+    cycle = plan(state, parts, cfg, 1 if last is None else last.id + 1, budget=cfg.budget_per_cycle)
+    queue(parts, state.pending_records(cycle.id))
     state.set_cycle_status(cycle.id, "running")
     return dataclasses.replace(cycle, status="running")
 
 
-def _plan(state: UrlState, parts: NodeParts, cfg: RecrawlConfig, cycle_id: int) -> CycleRow:
+def plan(state: UrlState, parts: NodeParts, cfg: RecrawlConfig, cycle_id: int, *, budget: int | None,
+         buckets: Collection[int] | None = None) -> CycleRow:
+    """Pick and commit (status ``planned``) cycle ``cycle_id``'s revisits: at most ``budget`` fetches
+    minus the share kept for never-seen URLs; only URLs of ``buckets`` if given (a cluster node's own)."""
     now = parts.clock.wall()
     queued = parts.frontier.pending()
     queued_new = max(0, queued - state.totals()["pending"])
-    budget = cfg.budget_per_cycle
-    arrays = state.plan_arrays()
+    arrays = state.plan_arrays(buckets)
     if budget is None:
         limit = arrays.fp.size
     else:
@@ -170,7 +172,8 @@ def _plan(state: UrlState, parts: NodeParts, cfg: RecrawlConfig, cycle_id: int) 
     return row
 
 
-def _queue(parts: NodeParts, records: Sequence[Any]) -> None:
+def queue(parts: NodeParts, records: Sequence[Any]) -> None:
+    """Queue planned revisits in the frontier, past its seen-test."""
     items = [CrawlItem(r.url, r.fp, depth=r.depth, priority=float(r.depth), kind=r.kind) for r in records]
     parts.frontier.requeue(items, parts.clock.monotonic())
 
@@ -194,16 +197,20 @@ async def _run_node(
 
 def _summary(state: UrlState, parts: NodeParts, cycle: CycleRow, done: bool, wall_s: float) -> dict[str, Any]:
     stats = parts.stats.as_dict()
-    dead = state.dead_urls()
-    last_s, rates = state.active_arrays()
-    recrawl = {
-        "cycle": cycle.id, "policy": cycle.policy, "budget": cycle.budget, "planned_revisits": cycle.planned,
-        "cycle_done": done, "counts": state.cycle_counts(cycle.id), "totals": state.totals(),
-        "estimated_freshness": round(expected_freshness_now(last_s, rates, parts.clock.wall()), 4),
-        "dead_this_cycle": [list(d) for d in state.dead_urls(cycle.id)][:MAX_DEAD_LISTED],
-        "dead": [list(d) for d in dead[:MAX_DEAD_LISTED]],
-    }
     return {
         **stats, "frontier": parts.frontier.stats(), "wall_s": round(wall_s, 3), "node": parts.node_id,
-        "finished": parts.frontier.is_done(), "recrawl": recrawl,
+        "finished": parts.frontier.is_done(), "recrawl": section(state, cycle, done, parts.clock.wall()),
+    }
+
+
+def section(state: UrlState, cycle: CycleRow, done: bool, now: float) -> dict[str, Any]:
+    """The ``recrawl`` section of a summary: the cycle's counters, totals, dead pages, freshness."""
+    dead = state.dead_urls()
+    last_s, rates = state.active_arrays()
+    return {
+        "cycle": cycle.id, "policy": cycle.policy, "budget": cycle.budget, "planned_revisits": cycle.planned,
+        "cycle_done": done, "counts": state.cycle_counts(cycle.id), "totals": state.totals(),
+        "estimated_freshness": round(expected_freshness_now(last_s, rates, now), 4),
+        "dead_this_cycle": [list(d) for d in state.dead_urls(cycle.id)][:MAX_DEAD_LISTED],
+        "dead": [list(d) for d in dead[:MAX_DEAD_LISTED]],
     }

@@ -32,7 +32,7 @@ death rate of a page (1 / mean page life; the documents measured 1.43 years).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Literal
 
 import numpy as np
@@ -42,6 +42,7 @@ __all__ = [
     "Policy",
     "age",
     "allocate",
+    "apportion",
     "effective_rates",
     "expected_freshness_now",
     "freshness",
@@ -215,3 +216,19 @@ def plan_revisits(
                           priors=priors)
     f = allocate(policy, lam, min(limit, last_s.size) / cycle_s, f_min, f_max)
     return select_due(last_s, f, now, limit)
+
+
+def apportion(total: int, weights: Mapping[str, int]) -> dict[str, int]:
+    """``total`` split in proportion to ``weights`` (largest remainder, ties by name): sums to ``total``.
+
+    A cluster cycle's budget over its nodes by buckets owned: every node computes
+    the same split from the same table, so the shares add up without talking."""
+    weight = sum(max(0, w) for w in weights.values())
+    if weight <= 0:
+        return {name: 0 for name in weights}
+    exact = {name: total * max(0, w) / weight for name, w in weights.items()}
+    shares = {name: math.floor(x) for name, x in exact.items()}
+    order = sorted(weights, key=lambda name: (-(exact[name] - shares[name]), name))
+    for name in order[:total - sum(shares.values())]:
+        shares[name] += 1
+    return shares

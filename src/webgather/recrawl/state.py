@@ -4,8 +4,12 @@ One row per URL the node fetched (keyed by its 64-bit fingerprint, stored
 signed), holding a :class:`~webgather.recrawl.observe.UrlRecord`; one row per
 cycle (status ``planned`` -> ``running`` -> ``done``, the plan's size, the
 frontier's queue length before the plan was queued) and per-cycle counters.
-Each node of a cluster keeps its own file under its own directory, so a node
-re-crawls exactly the URLs it fetched.
+Each node of a cluster keeps its own file under its own directory. A row also
+stores the URL's cluster bucket (``bucket_of``, given by the node: the frontier's
+host -> bucket step), so the rows of one bucket can be exported, merged into
+another node's state (the newest record of a URL wins) and dropped when the
+bucket changes hands (:meth:`UrlState.export_rows` / :meth:`UrlState.merge_rows` /
+:meth:`UrlState.drop_rows`); a node plans revisits only for the buckets it owns.
 
 Durability: WAL, ``synchronous=NORMAL``; every :meth:`UrlState.put` is one
 transaction (the record and the cycle's counters together), committed before
@@ -20,7 +24,7 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -31,7 +35,7 @@ from webgather.errors import CorruptState, StoreError
 from webgather.recrawl.observe import UrlRecord
 from webgather.store.warc import ArchiveRef
 
-__all__ = ["STATE_NAME", "CycleRow", "PlanArrays", "UrlState"]
+__all__ = ["STATE_NAME", "CycleRow", "PlanArrays", "UrlState", "newer"]
 
 STATE_NAME = "urls.sqlite"
 _SCHEMA = """
@@ -40,7 +44,7 @@ CREATE TABLE IF NOT EXISTS urls (
   first_fetch_s REAL, last_fetch_s REAL, last_change_s REAL, status INTEGER,
   etag TEXT, last_modified TEXT, digest TEXT, simhash INTEGER, original TEXT, links_digest TEXT,
   visits INTEGER, changes INTEGER, history TEXT, rate_per_s REAL, failures INTEGER,
-  dead TEXT, dead_cycle INTEGER, near_dup_of TEXT, pending_cycle INTEGER, first_age_s REAL
+  dead TEXT, dead_cycle INTEGER, near_dup_of TEXT, pending_cycle INTEGER, first_age_s REAL, bucket INTEGER
 );
 CREATE INDEX IF NOT EXISTS urls_dead ON urls(dead_cycle) WHERE dead IS NOT NULL;
 CREATE TABLE IF NOT EXISTS cycles (
@@ -55,7 +59,8 @@ CREATE TABLE IF NOT EXISTS cycle_counts (
 );
 """
 _COLUMNS = [f.name for f in fields(UrlRecord)]
-_PUT = f"INSERT OR REPLACE INTO urls ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
+_PUT = (f"INSERT OR REPLACE INTO urls ({', '.join(_COLUMNS)}, bucket)"
+        f" VALUES ({', '.join('?' * (len(_COLUMNS) + 1))})")
 _COUNT = ("INSERT INTO cycle_counts (cycle, name, n) VALUES (?, ?, ?)"
           " ON CONFLICT (cycle, name) DO UPDATE SET n = n + excluded.n")
 
@@ -83,6 +88,21 @@ class PlanArrays:
     n_obs: np.ndarray
     first_age_s: np.ndarray
     """nan where unknown."""
+    bucket: np.ndarray
+    """The row's bucket (-1 where unknown)."""
+
+    def take(self, keep: np.ndarray) -> PlanArrays:
+        """The rows where ``keep`` (a boolean mask) is true."""
+        return PlanArrays(self.fp[keep], self.last_fetch_s[keep], self.rate_per_s[keep], self.n_obs[keep],
+                          self.first_age_s[keep], self.bucket[keep])
+
+
+def newer(a: UrlRecord, b: UrlRecord) -> bool:
+    """True if ``a`` is a later record of the URL than ``b`` (more recent visit, then more visits)."""
+    def key(r: UrlRecord) -> tuple[float, int]:
+        t = r.last_fetch_s if not math.isnan(r.last_fetch_s) else -math.inf
+        return t, r.visits
+    return key(a) > key(b)
 
 
 def _signed(fp: int) -> int:
@@ -99,6 +119,8 @@ class UrlState:
     def __init__(self, db: sqlite3.Connection, path: Path) -> None:
         self._db = db
         self.path = path
+        self.bucket_of: Callable[[str], int] | None = None
+        """URL -> cluster bucket, stored with every row written (None: no bucket)."""
 
     @classmethod
     def open(cls, path: Path) -> UrlState:
@@ -110,6 +132,9 @@ class UrlState:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             db.executescript(_SCHEMA)
+            if "bucket" not in {row[1] for row in db.execute("PRAGMA table_info(urls)")}:
+                db.execute("ALTER TABLE urls ADD COLUMN bucket INTEGER")  # a state from before the cluster re-crawl
+            db.execute("CREATE INDEX IF NOT EXISTS urls_bucket ON urls(bucket)")
         except sqlite3.DatabaseError as exc:
             raise CorruptState(f"{path}: not a usable re-crawl state ({exc})") from exc
         except OSError as exc:
@@ -127,12 +152,12 @@ class UrlState:
     def put(self, record: UrlRecord, cycle: int, counts: dict[str, int]) -> None:
         """Save ``record`` and add ``counts`` to the cycle's counters, in one transaction."""
         with self._transaction():
-            self._db.execute(_PUT, _row(record))
+            self._db.execute(_PUT, self._row(record))
             self._db.executemany(_COUNT, [(cycle, k, v) for k, v in counts.items() if v])
 
     def put_many(self, records: Iterable[UrlRecord], cycle: int, counter: str) -> int:
         """Save many records and add their number to the cycle's ``counter``, in one transaction."""
-        rows = [_row(r) for r in records]
+        rows = [self._row(r) for r in records]
         with self._transaction():
             self._db.executemany(_PUT, rows)
             self._db.execute(_COUNT, (cycle, counter, len(rows)))
@@ -143,18 +168,58 @@ class UrlState:
         for row in self._db.execute(f"SELECT {', '.join(_COLUMNS)} FROM urls WHERE {where} ORDER BY fp", params):
             yield _record(row)
 
-    def plan_arrays(self) -> PlanArrays:
+    def plan_arrays(self, buckets: Collection[int] | None = None) -> PlanArrays:
+        """The plannable rows (of ``buckets`` only, if given: a cluster node's own)."""
         rows = self._db.execute(
-            "SELECT fp, last_fetch_s, rate_per_s, json_array_length(history), first_age_s FROM urls"
+            "SELECT fp, last_fetch_s, rate_per_s, json_array_length(history), first_age_s, bucket FROM urls"
             " WHERE dead IS NULL AND pending_cycle IS NULL AND last_fetch_s IS NOT NULL ORDER BY fp"
         ).fetchall()
-        return PlanArrays(
+        arrays = PlanArrays(
             np.array([_unsigned(r[0]) for r in rows], dtype=np.uint64),
             np.array([r[1] for r in rows], dtype=float),
             np.array([r[2] or 0.0 for r in rows], dtype=float),
             np.array([r[3] or 0 for r in rows], dtype=float),
             np.array([math.nan if r[4] is None else r[4] for r in rows], dtype=float),
+            np.array([-1 if r[5] is None else r[5] for r in rows], dtype=np.int64),
         )
+        if buckets is None:
+            return arrays
+        return arrays.take(np.isin(arrays.bucket, np.fromiter(buckets, dtype=np.int64)))
+
+    # -- buckets (a cluster node's rows follow its buckets) ----------------------------
+    def fill_buckets(self) -> int:
+        """Give rows written without a bucket (older state, before ``bucket_of`` was set) theirs."""
+        if self.bucket_of is None:
+            return 0
+        rows = self._db.execute("SELECT fp, url FROM urls WHERE bucket IS NULL").fetchall()
+        with self._transaction():
+            self._db.executemany("UPDATE urls SET bucket = ? WHERE fp = ?",
+                                 [(self.bucket_of(str(url)), fp) for fp, url in rows])
+        return len(rows)
+
+    def buckets(self) -> list[int]:
+        """Buckets of which this state holds rows."""
+        return [int(b) for (b,) in self._db.execute("SELECT DISTINCT bucket FROM urls WHERE bucket IS NOT NULL")]
+
+    def export_rows(self, bucket: int) -> list[UrlRecord]:
+        """The records of one bucket (a copy: :meth:`drop_rows` forgets them)."""
+        return list(self.records("bucket = ?", (bucket,)))
+
+    def merge_rows(self, records: Iterable[UrlRecord]) -> int:
+        """Merge records handed over by another node: per URL the newest wins; returns how many were taken."""
+        taken = []
+        for record in records:
+            mine = self.get(record.fp)
+            if mine is None or newer(record, mine):
+                taken.append(record)
+        with self._transaction():
+            self._db.executemany(_PUT, [self._row(r) for r in taken])
+        return len(taken)
+
+    def drop_rows(self, buckets: Iterable[int]) -> int:
+        """Forget the rows of ``buckets`` (handed over to their new owner)."""
+        with self._transaction():
+            return sum(self._db.execute("DELETE FROM urls WHERE bucket = ?", (b,)).rowcount for b in buckets)
 
     def active_arrays(self) -> tuple[np.ndarray, np.ndarray]:
         """(last fetch time, rate estimate) of every active URL with a response."""
@@ -232,6 +297,9 @@ class UrlState:
 
     def _transaction(self) -> _Transaction:
         return _Transaction(self._db)
+
+    def _row(self, record: UrlRecord) -> tuple[Any, ...]:
+        return (*_row(record), None if self.bucket_of is None else self.bucket_of(record.url))
 
 
 class _Transaction:

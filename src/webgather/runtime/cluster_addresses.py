@@ -106,6 +106,7 @@ class SharedAddresses:
             elif isinstance(message, Handoff):
                 hosts.update(host_key(item.url) for item in message.state.items)
                 hosts.update(clock.host for clock in message.state.hosts)
+                hosts.update(host_key(row.url) for row in message.rows)  # re-crawl rows: filed by bucket
         await learn_retrying(self, sorted(hosts))
 
     async def _resolve(self, names: list[str]) -> list[str]:

@@ -20,6 +20,11 @@ export, or the host's own later time), sends it on the bucket's stream and
 drops it. Send before drop: a crash in between re-sends from disk (merged
 harmlessly) rather than losing the bucket.
 
+Re-crawl rows (``rows``, a :class:`~webgather.runtime.cluster_cycle.RowStore`)
+travel in the same hand-off message: exported with the bucket, dropped with
+it after the send, merged by the receiver (per URL the newest record wins),
+so a row and its queued revisit always sit at the same node.
+
 Hand-off in: a released bucket claims the dead previous owner's unacked
 deliveries first (``claim_stale`` with no idle time), imports the state, then
 applies claimed and held deliveries in that order. Imported hosts with queued
@@ -33,6 +38,7 @@ import math
 import sys
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Protocol
 
 from webgather.cluster.handoff import Action, Ownership, Transition
 from webgather.cluster.router import Router, send_many, send_retrying
@@ -40,16 +46,27 @@ from webgather.cluster.transport import Delivery, UrlTransport
 from webgather.cluster.wire import Handoff, Message, UrlBatch, decode, encode_handoff
 from webgather.errors import BackendUnavailable, ClusterError
 from webgather.frontier.bucket import BucketState, HostClock
+from webgather.recrawl.observe import UrlRecord
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts
 from webgather.urls import host_key
 
-__all__ = ["BucketKeeper", "bucket_hosts", "import_state", "stored_buckets"]
+__all__ = ["BucketKeeper", "RowPort", "bucket_hosts", "import_state", "stored_buckets"]
 
 MAX_BATCHES = 256
 CLAIM_BATCH = 1000
 ACK_CONCURRENCY = 64
 QUIET_POLL_S = 0.01
+
+
+class RowPort(Protocol):
+    """Where a node keeps the re-crawl rows of its buckets (``runtime.cluster_cycle.RowStore``)."""
+
+    def export(self, bucket: int) -> list[UrlRecord]: ...
+
+    def merge(self, rows: Sequence[UrlRecord]) -> int: ...
+
+    def drop(self, buckets: Iterable[int], rows: Iterable[UrlRecord] = ()) -> None: ...
 
 
 def bucket_hosts(parts: NodeParts, bucket: int) -> set[str]:
@@ -63,8 +80,11 @@ def stored_buckets(parts: NodeParts) -> list[int]:
             if frontier.hosts_of_bucket.get(b) or len(frontier.seen.export_bucket(b))]
 
 
-def import_state(parts: NodeParts, crawl: CrawlNode, state: BucketState) -> int:
+def import_state(parts: NodeParts, crawl: CrawlNode, state: BucketState, rows: Sequence[UrlRecord] = (),
+                 store: RowPort | None = None) -> int:
     """Import a handed-over bucket; hosts with queued items fetch robots.txt after their wait."""
+    if rows and store is not None:
+        store.merge(rows)  # before the items: a queued revisit finds its record
     count = parts.frontier.import_bucket(state)
     waits = {c.host: c.wait_s if math.isfinite(c.wait_s) else 0.0 for c in state.hosts}
     first_url: dict[str, str] = {}
@@ -95,11 +115,13 @@ class BucketKeeper:
         self._saved: dict[str, float] = {}
         self._leaving = asyncio.Event()
         self.report: Callable[[BackendUnavailable], None] = self._print
+        """Told of each backend failure of the receive loop (the node logs one line per outage)."""
         self.prepare: Callable[[Sequence[Delivery]], Awaitable[None]] | None = None
         """Awaited before deliveries are applied (``--partition-by ip``: learn their hosts' keys)."""
-        """Told of each backend failure of the receive loop (the node logs one line per outage)."""
         self.closed = False
         """Set at shutdown: the loops end (a cancellation can be lost inside the Redis client)."""
+        self.rows: RowPort | None = None
+        """The node's re-crawl rows, moved with its buckets (None: none kept)."""
         self.log: list[tuple[float, str, int]] = []
         """(wall time, "ready"|"lost", bucket): when buckets became ready here or left (tests check fetches)."""
 
@@ -180,7 +202,7 @@ class BucketKeeper:
             self.crawl.add_local(list(message.items), self.parts.clock.monotonic())
         else:
             self.counts["handoffs_merged"] += 1
-            import_state(self.parts, self.crawl, message.state)
+            self._import(message)
 
     async def _release(self, bucket: int, delivery: Delivery | None, message: Message | None) -> list[Delivery]:
         waiting = self.ownership.awaiting[bucket]
@@ -189,7 +211,7 @@ class BucketKeeper:
             claimed = (await self._claim([bucket])).get(bucket, [])
         if isinstance(message, Handoff):
             self.counts["handoffs_in"] += 1
-            import_state(self.parts, self.crawl, message.state)
+            self._import(message)
         held = self.ownership.release(bucket)
         if bucket in self.ownership.leaving:
             self._leaving.set()  # lost again while awaited: hand it on
@@ -206,6 +228,10 @@ class BucketKeeper:
                 self._apply(decoded)
             done.append(extra)
         return done
+
+    def _import(self, message: Handoff) -> None:
+        self.counts["rows_in"] += len(message.rows)
+        import_state(self.parts, self.crawl, message.state, message.rows, self.rows)
 
     async def _claim(self, buckets: list[int]) -> dict[int, list[Delivery]]:
         """Every unacked delivery of ``buckets`` (their reader is dead), by bucket, in stream order."""
@@ -316,11 +342,14 @@ class BucketKeeper:
     async def _export_send_drop(self, buckets: list[int], hosts: set[str], merge: bool) -> None:
         frontier, now, exported_at = self.parts.frontier, self.parts.clock.monotonic(), self.parts.clock.wall()
         states = [self._fixed_clocks(frontier.export_bucket(b), now) for b in buckets]
+        rows = [self.rows.export(b) if self.rows is not None else [] for b in buckets]
         self.crawl.forget_hosts(hosts)
-        await self._send_states(states)  # all sent before any is dropped: a crash re-sends, never loses
-        for state in states:
+        await self._send_states(states, rows)  # all sent before any is dropped: a crash re-sends, never loses
+        for state, bucket_rows in zip(states, rows, strict=True):
             if state.items or state.hosts or len(state.seen_keys):
                 frontier.drop_bucket(state.bucket)
+            if bucket_rows and self.rows is not None:
+                self.rows.drop([state.bucket], bucket_rows)
             if not merge:
                 self.ownership.handed_over(state.bucket)
                 self.log.append((exported_at, "lost", state.bucket))
@@ -342,12 +371,14 @@ class BucketKeeper:
     async def _send_state(self, state: BucketState) -> None:
         await self._send_states([state])
 
-    async def _send_states(self, states: list[BucketState]) -> None:
+    async def _send_states(self, states: list[BucketState], rows: Sequence[Sequence[UrlRecord]] = ()) -> None:
         messages = []
-        for state in states:
+        for k, state in enumerate(states):
             self.seq += 1
-            messages.append((state.bucket, encode_handoff(self.node, self.seq, state)))
+            bucket_rows = rows[k] if rows else ()
+            messages.append((state.bucket, encode_handoff(self.node, self.seq, state, bucket_rows)))
             self.counts["handoff_items"] += len(state.items)
+            self.counts["rows_out"] += len(bucket_rows)
         await send_many(self.transport, messages)
         self.counts["handoffs_out"] += len(messages)
         self.counts["handoff_bytes"] += sum(len(payload) for _b, payload in messages)

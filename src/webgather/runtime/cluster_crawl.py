@@ -10,7 +10,11 @@
   (the crawl's, plus the node's local settings); a node naming another M is
   refused.
 * :func:`run_cluster_node` runs one node under ``DIR/nodes/<node>/`` (its
-  own WARC files, crawl log, state and summary), holding the node's lock.
+  own WARC files, crawl log, state and summary), holding the node's lock; in a
+  re-crawl cycle (counter ``recrawl.cycle`` > 0) as that cycle's node
+  (:mod:`webgather.runtime.cluster_cycle`).
+* :func:`start_cycle` starts a re-crawl cycle (its settings stored, then a run),
+  or resumes the unfinished one; :func:`current_cycle` is the latest one.
 
 Seeds are routed like links: a batch per bucket, read by whoever owns the
 bucket. Every start sends them again; the owner's seen-test drops repeats.
@@ -18,6 +22,7 @@ bucket. Every start sends them again; the owner's seen-test drops repeats.
 
 from __future__ import annotations
 
+import dataclasses
 import signal
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -25,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from webgather.cluster import definition as definitions
-from webgather.cluster.definition import CrawlDefinition
+from webgather.cluster.definition import CrawlDefinition, CycleSpec, publish_cycle, read_cycle
 from webgather.cluster.mapping import bucket_of, initial
 from webgather.cluster.router import send_retrying
 from webgather.cluster.transport import Backend
@@ -35,8 +40,10 @@ from webgather.errors import ClusterError, IncompatibleCrawl
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
+from webgather.recrawl.cycle import check_config
 from webgather.runtime.clock import Clock, SystemClock
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
+from webgather.runtime.cluster_cycle import NodeCycle, cycle_config
 from webgather.runtime.cluster_frontier import keyed_frontier
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.runtime.cluster_recovery import NodeLock
@@ -46,9 +53,12 @@ from webgather.scope import Scope
 from webgather.store.summary import write_summary
 from webgather.urls import fingerprint, host_key
 
-__all__ = ["join_crawl", "partition_of", "run_cluster_node", "start_crawl", "submit_seeds"]
+__all__ = ["CYCLE", "current_cycle", "join_crawl", "partition_of", "run_cluster_node", "start_crawl", "start_cycle",
+           "submit_seeds"]
 
 SEED_SENDER = "seeds"
+CYCLE = "recrawl.cycle"
+"""Coordinator counter: the number of the crawl's latest re-crawl cycle (0: none yet)."""
 
 
 def partition_of(config: CrawlConfig, backend: Backend) -> tuple[SharedAddresses | None, type[Frontier]]:
@@ -96,6 +106,32 @@ async def start_crawl(backend: Backend, config: CrawlConfig, seeds: Sequence[str
     return stored
 
 
+async def current_cycle(backend: Backend) -> CycleSpec | None:
+    """The crawl's latest cycle (the one a node starting now takes part in), if any."""
+    number = (await backend.coordinator().counters()).get(CYCLE, 0)
+    return await read_cycle(backend, number) if number else None
+
+
+async def start_cycle(backend: Backend, config: CrawlConfig, seeds: Sequence[str], *, nodes: Sequence[str] = (),
+                      continuous: bool = False, wall: float) -> tuple[CycleSpec, CrawlDefinition]:
+    """Start the next cycle with ``config.recrawl`` (or resume the unfinished one), then a run of the crawl."""
+    check_config(config.recrawl)
+    coordinator = backend.coordinator()
+    counters = await coordinator.counters()
+    number = counters.get(CYCLE, 0)
+    spec = await read_cycle(backend, number) if number else None
+    if spec is None or counters.get("done", 0) >= counters.get("runs", 0):
+        spec = CycleSpec(number + 1, wall, dataclasses.asdict(config.recrawl), continuous)
+        await publish_cycle(backend, spec)  # stored before the counter: a node seeing the number finds it
+        await coordinator.incr(CYCLE)
+    stored = await definitions.read(backend)
+    if stored is not None:  # max_pages limits the crawl, not its cycles (cycle_config): keep the crawl's
+        config = dataclasses.replace(config, max_pages=stored.config.get("max_pages"))
+    found = await start_crawl(backend, config, seeds, nodes=nodes)
+    return spec, found
+
+
+
 async def join_crawl(backend: Backend, *, n_buckets: int | None = None,
                      **local: Any) -> tuple[CrawlConfig, CrawlDefinition]:
     """This node's config from the crawl's definition (``local``: dotted per-node settings)."""
@@ -118,6 +154,9 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
     addresses, frontier_cls = partition_of(config, backend)
     if addresses is not None:
         await addresses.refresh()  # the frontier files its hosts under bucket_of(key) as it opens
+    spec = await current_cycle(backend)
+    if spec is not None:
+        config = cycle_config(config, spec)
     with NodeLock(node_dir):
         async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds,
                               n_buckets=config.cluster.n_buckets, frontier_cls=frontier_cls) as parts:
@@ -126,16 +165,33 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
             if addresses is not None:
                 addresses.resolver = parts.resolver
                 addresses.pin_all()
-            node = ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls, addresses=addresses)
-            if on_start is not None:
-                on_start(node)
-            if handle_signals:
-                _install_signals(node)
-            summary = await node.run()
+            cycle = NodeCycle.open(spec, parts) if spec is not None else None
+            try:
+                node = ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls,
+                                   addresses=addresses, cycle=cycle)
+                summary = await _run_node(node, on_start, handle_signals)
+            finally:
+                if cycle is not None:
+                    cycle.close()
         write_summary(node_dir, summary)
     if node.failure is not None:
         raise node.failure
     return summary
+
+
+async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] | None,
+                    handle_signals: bool) -> dict[str, Any]:
+    try:
+        if on_start is not None:
+            on_start(node)
+        if handle_signals:
+            _install_signals(node)
+        summary = await node.run()
+        if node.cycle is not None:
+            summary["recrawl"] = node.cycle.finish(summary["end"] == "done")
+        return summary
+    finally:
+        node.rows.close()
 
 
 def _install_signals(node: ClusterNode) -> None:

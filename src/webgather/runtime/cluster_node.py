@@ -18,7 +18,14 @@ renew the coordinator lease and, while holding it, run
 Start: the table is read *before* the first heartbeat (see ``handoff``);
 buckets this node's state holds but does not own (it was away and its buckets
 were given to others) are handed to their owners as merges, then the node
-heartbeats and crawls. Ends: ``done`` (every node stops), :meth:`leave`
+heartbeats and crawls.
+
+In a re-crawl cycle (``cycle``, :mod:`~webgather.runtime.cluster_cycle`) the
+node plans its owned buckets' revisits after that hand-over, crawls with the
+cycle's hooks, and draws its fetches from the crawl-wide budget
+(:mod:`~webgather.runtime.cluster_budget`; asked again at every beat, before
+the heartbeat says whether the node is idle). Its re-crawl rows (:class:`RowStore`)
+move with its buckets either way. Ends: ``done`` (every node stops), :meth:`leave`
 (SIGTERM: say ``leaving``, hand every bucket over, then leave the membership),
 :meth:`stop` (SIGINT: stop now, keep the state; after ``member_ttl_s`` the
 others treat the node as dead and recover its buckets from its state).
@@ -47,12 +54,16 @@ from webgather.cluster.router import Router
 from webgather.cluster.transport import Backend, UrlTransport
 from webgather.errors import BackendUnavailable
 from webgather.frontier.frontier import Frontier
+from webgather.recrawl.cycle import state_path
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
+from webgather.runtime.cluster_budget import CycleBudget, chunk_size
 from webgather.runtime.cluster_permits import PagePermits, batch_size
 from webgather.runtime.cluster_buckets import BucketKeeper, stored_buckets
+from webgather.runtime.cluster_cycle import NodeCycle, RowStore
 from webgather.runtime.cluster_recovery import lock_held, recover_node
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts
+from webgather.urls import host_key
 
 __all__ = ["ClusterNode"]
 
@@ -60,6 +71,8 @@ INFO_INTERVALS = 120
 """Most recent load intervals published in a node's heartbeat info."""
 SCAN_CONCURRENCY = 64
 FLUSH_TIMEOUT_S = 5.0
+BUDGET_POLL_S = 0.05
+"""How often a node with a cycle budget looks whether its grant runs low (a local check)."""
 STARTUP_GRACE_S = 10.0
 """A node in the table never seen alive gets this long to start before it counts as dead."""
 
@@ -79,7 +92,7 @@ class ClusterNode:
     """A crawl node in a cluster (module docstring). ``await run()`` returns its summary figures."""
 
     def __init__(self, parts: NodeParts, backend: Backend, *, nodes_dir: Path, frontier_cls: type[Frontier] = Frontier,
-                 addresses: SharedAddresses | None = None) -> None:
+                 addresses: SharedAddresses | None = None, cycle: NodeCycle | None = None) -> None:
         cluster = parts.config.cluster
         self.parts = parts
         self.node_id = parts.node_id
@@ -88,14 +101,17 @@ class ClusterNode:
         self.coordinator = backend.coordinator()
         self.ownership = Ownership(self.node_id)
         self.router = _router(parts, self.transport, self.ownership, addresses)
-        limit, self._base_pages = parts.config.max_pages, parts.stats.pages
+        self._limits(cycle)
         self.crawl = CrawlNode(parts, router=self.router.route, linger=True, handle_signals=False,
-                               after_route=self.router.wait_routed, page_permit=self._permit if limit else None)
-        self.permits = None if limit is None else PagePermits(
-            self.coordinator, limit, batch_size(limit, parts.config.fetch.concurrency), self.crawl.wake)
+                               after_route=self.router.wait_routed, hooks=cycle.hooks if cycle else None,
+                               page_permit=self._permit if self.budget or self.permits else None)
         self.router.add_local = self.crawl.add_local
         self.keeper = BucketKeeper(parts, self.crawl, self.ownership, self.transport, self.router,
                                    claim_idle_s=cluster.claim_idle_s, receive_block_s=min(0.2, cluster.heartbeat_s))
+        frontier = parts.frontier
+        self.rows = cycle.rows if cycle else RowStore(state_path(parts.out_dir),
+                                                      lambda url: frontier.bucket_for(host_key(url)))
+        self.keeper.rows = self.rows
         recover = partial(recover_node, nodes_dir=nodes_dir, config=parts.config, frontier_cls=frontier_cls,
                           transport=self.transport, coordinator=self.coordinator)
         self.coordinating = Coordinating(self.coordinator, cluster.n_buckets, parts.clock, grace_s=cluster.heartbeat_s,
@@ -106,9 +122,8 @@ class ClusterNode:
         self.failure: BackendUnavailable | None = None
         """Set when the node gave up on an unreachable backend (``run`` returns, the caller raises it)."""
         self.keeper.report = self._backend_failed
-        self.addresses = addresses
-        if addresses is not None:  # batches and hand-offs from others may name hosts not learned here yet
-            self.keeper.prepare = addresses.prepare
+        self.addresses = addresses  # batches and hand-offs from others may name hosts not learned here yet:
+        self.keeper.prepare = addresses.prepare if addresses is not None else None
         self.adoptions: list[tuple[float, int]] = []
         self.recoveries: list[dict[str, Any]] = []
         self.reason = ""
@@ -129,32 +144,69 @@ class ClusterNode:
             self._end.set()
 
     def idle(self) -> bool:
-        """Nothing to do, or (crawl-wide max_pages) nothing running and no permit to be had."""
+        """Nothing to do, or nothing running and no fetch to be had: in a cycle, its budget settled
+        (grant given back, or spent with work queued); in a crawl with max_pages, no permit to be had.
+        (A node has at most one of the two: a cycle runs without the crawl's max_pages.)"""
+        if not (self.router.idle() and self.keeper.idle()):
+            return False
+        if self.budget is not None:
+            return self.crawl.quiet() and self.budget.settled(self.parts.frontier.pending() > 0)
         blocked = self.permits is not None and self.crawl.running() == 0 and self.permits.blocked(self._used())
-        return (self.crawl.idle() or blocked) and self.router.idle() and self.keeper.idle()
+        return self.crawl.idle() or blocked
 
     def activity(self) -> int:
         stats, counts = self.parts.stats, self.keeper.counts
         return (stats.attempts + stats.robots_fetches + stats.urls_new + counts["deliveries"]
-                + counts["handoffs_out"] + self.router.stats.messages + (self.permits.taken if self.permits else 0))
+                + counts["handoffs_out"] + self.router.stats.messages
+                + (self.permits.taken if self.permits else 0) + (self.budget.operations if self.budget else 0))
 
     def _used(self) -> int:
         """Pages fetched since this node started plus fetches running: what its permits paid for."""
         return self.parts.stats.pages - self._base_pages + self.crawl.running()
 
     def _permit(self, used: int) -> bool:
-        assert self.permits is not None
-        return self.permits.allows(used - self._base_pages, self.parts.frontier.pending() > 0)
+        """The dispatcher's one gate (``used``: pages plus fetches running): the cycle's grant,
+        or the crawl-wide page permits."""
+        if self.budget is not None and used >= self.budget.limit():
+            return False
+        return self.permits is None or self.permits.allows(used - self._base_pages,
+                                                           self.parts.frontier.pending() > 0)
+
+    def _limits(self, cycle: NodeCycle | None) -> None:
+        """The fetch gates of :meth:`_permit`: in a cycle its budget; otherwise the crawl-wide
+        max_pages permits (a cycle is not limited by the crawl's max_pages, whose permits the crawl spent)."""
+        config, self.cycle = self.parts.config, cycle
+        self.budget = self._budget(cycle)
+        limit, self._base_pages = None if cycle else config.max_pages, self.parts.stats.pages
+        self.permits = None if limit is None else PagePermits(
+            self.coordinator, limit, batch_size(limit, config.fetch.concurrency), lambda: self.crawl.wake())
+
+    def _budget(self, cycle: NodeCycle | None) -> CycleBudget | None:
+        budget = cycle.parts.config.recrawl.budget_per_cycle if cycle else None
+        if cycle is None or budget is None:
+            return None
+        return CycleBudget(self.coordinator, cycle.spec.cycle, budget, chunk_size(budget, 1),
+                           used=lambda: self.parts.stats.pages, on_grant=lambda: self.crawl.wake(),
+                           retry_s=self.cfg.heartbeat_s)
+
+    async def _budget_tick(self, force: bool = False) -> None:
+        if self.budget is not None:
+            await self.budget.tick(self.parts.frontier.pending() > 0, self.crawl.quiet(),
+                                   self.parts.clock.monotonic(), force)
+
+    async def _budget_loop(self) -> None:
+        while not self._closing:
+            try:
+                await self._budget_tick()
+            except BackendUnavailable as exc:
+                self._backend_failed(exc)  # one line per outage; the beat loop decides when to give up
+                await asyncio.sleep(self.cfg.heartbeat_s)
+            await asyncio.sleep(BUDGET_POLL_S)
 
     # -- run ------------------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
         started = time.process_time(), self.parts.clock.monotonic()
-        table = await self.coordinator.get_table()
-        if table is not None:
-            await self._adopt(table)
-        orphans = [b for b in stored_buckets(self.parts) if not self.ownership.is_ready(b)]
-        if orphans:
-            await self.keeper.hand_over(orphans, merge=True)
+        await self._start()
         runs = (await self.coordinator.counters()).get("runs", 0)
         await self.coordinator.incr(f"{ALIVE}{runs}.{self.node_id}")
         await self._beat()
@@ -162,7 +214,7 @@ class ClusterNode:
             crawling = group.create_task(self.crawl.run())
             loops = [group.create_task(loop) for loop in (
                 self.router.run(), self.keeper.receive_loop(), self.keeper.handoff_loop(),
-                self._beat_loop(), self._lease_loop())]
+                self._beat_loop(), self._lease_loop(), self._budget_loop())]
             await self._end.wait()
             self.crawl.stop()
             await crawling
@@ -179,6 +231,21 @@ class ClusterNode:
             except BackendUnavailable as exc:
                 print(f"webgather node {self.node_id}: could not leave the membership: {exc}", file=sys.stderr)
         return self._summary(time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
+
+    async def _start(self) -> None:
+        """Adopt the table, hand over what is stored here and not owned, plan the cycle's revisits."""
+        table = await self.coordinator.get_table()
+        if table is not None:
+            await self._adopt(table)
+        stored = set(stored_buckets(self.parts)) | set(self.rows.buckets())
+        orphans = sorted(b for b in stored if not self.ownership.is_ready(b))
+        if orphans:
+            await self.keeper.hand_over(orphans, merge=True)
+        if self.cycle is not None:
+            table = self.ownership.table
+            self.cycle.begin(table, set(self.ownership.ready))
+            if self.budget is not None and table is not None:
+                self.budget.chunk = chunk_size(self.budget.budget, len(table.nodes))
 
     async def _flush_router(self) -> None:
         """Send what is buffered, if the backend answers soon. Dropping it is safe: every buffered
@@ -252,6 +319,7 @@ class ClusterNode:
         self._check_leave(members)
         if self.permits is not None:  # before the info: "idle" must reflect permits given back or taken
             await self.permits.beat(self._used(), self.parts.frontier.pending() > 0, self.crawl.idle())
+        await self._budget_tick(force=True)  # before the info says idle: see runtime.cluster_budget
         await coord.heartbeat(self.node_id, self._info(counters), self.cfg.member_ttl_s)
         if self._lease_held:  # renew here too: a long tick (a recovery) must not lose the lease
             self._lease_held = await coord.try_lease(self.node_id, self.cfg.member_ttl_s)

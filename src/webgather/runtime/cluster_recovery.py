@@ -14,7 +14,8 @@ then calls :func:`recover_node`:
 2. If ``DIR/nodes/<dead>/state`` exists (one machine, or a shared ``--out``):
    open it as a frontier (the kill -9 resume path: the journal is replayed,
    items that were in flight are queued again), export every bucket the dead
-   node owned, send each as a hand-off *under the dead node's id* on the
+   node owned, with the bucket's re-crawl rows from its ``state/urls.sqlite``
+   if it kept one, send each as a hand-off *under the dead node's id* on the
    bucket's stream (the new owner awaits exactly that), then drop them from the
    dead state so that a later restart of the node does not hand them over twice.
 3. If there is no such directory (the node ran on another machine whose disk
@@ -56,6 +57,9 @@ from webgather.config import CrawlConfig
 from webgather.errors import ClusterError
 from webgather.frontier.bucket import BucketState
 from webgather.frontier.frontier import Frontier
+from webgather.recrawl.cycle import state_path
+from webgather.recrawl.state import UrlState
+from webgather.urls import host_key
 
 __all__ = ["NodeLock", "lock_held", "recover_node"]
 
@@ -109,30 +113,41 @@ def lock_held(node_dir: Path) -> bool:
 
 
 class _DeadState:
-    """The dead node's frontier, used from one worker thread (SQLite wants one thread)."""
+    """The dead node's frontier and re-crawl rows, used from one worker thread (SQLite wants one thread)."""
 
     def __init__(self, state_dir: Path, config: CrawlConfig, frontier_cls: type[Frontier]) -> None:
-        self.frontier = frontier_cls.open(state_dir, config.frontier, config.politeness,
-                                          n_buckets=config.cluster.n_buckets,
-                                          max_pages_per_host=config.scope.max_pages_per_host)
+        self.frontier = frontier = frontier_cls.open(state_dir, config.frontier, config.politeness,
+                                                     n_buckets=config.cluster.n_buckets,
+                                                     max_pages_per_host=config.scope.max_pages_per_host)
+        rows_path = state_path(state_dir.parent)
+        self.rows = UrlState.open(rows_path) if rows_path.exists() else None
+        if self.rows is not None:
+            self.rows.bucket_of = lambda url: frontier.bucket_for(host_key(url))
+            self.rows.fill_buckets()
 
     def export(self, buckets: tuple[int, ...], dead: str) -> tuple[list[tuple[int, bytes, int]], int]:
         frontier = self.frontier
         if not buckets:
-            buckets = tuple(b for b in range(frontier.n_buckets)
-                            if frontier.hosts_of_bucket.get(b) or len(frontier.seen.export_bucket(b)))
+            found = {b for b in range(frontier.n_buckets)
+                     if frontier.hosts_of_bucket.get(b) or len(frontier.seen.export_bucket(b))}
+            buckets = tuple(sorted(found | set(self.rows.buckets() if self.rows is not None else ())))
         out = []
         for seq, bucket in enumerate(buckets, 1):
             state = frontier.export_bucket(bucket)
-            out.append((bucket, encode_handoff(dead, seq, state), len(state.items)))
+            rows = self.rows.export_rows(bucket) if self.rows is not None else []
+            out.append((bucket, encode_handoff(dead, seq, state, rows), len(state.items)))
         return out, frontier.resumed_in_flight
 
     def drop_and_close(self, buckets: list[int]) -> None:
         try:
             for bucket in buckets:
                 self.frontier.drop_bucket(bucket)
+            if self.rows is not None:
+                self.rows.drop_rows(buckets)
         finally:
             self.frontier.close()
+            if self.rows is not None:
+                self.rows.close()
 
 
 async def recover_node(dead: str, buckets: tuple[int, ...], *, nodes_dir: Path, config: CrawlConfig,

@@ -14,10 +14,19 @@ meanwhile; ``runtime.cluster_node``). At the
 end it merges the workers' summaries into ``DIR/summary.json`` (load balance
 per interval, cross-URL traffic; :mod:`webgather.cluster.status`) and stops
 the embedded Redis.
+
+Re-crawl (``cycles``: ``webgather recrawl DIR`` on such a directory, or
+``crawl --workers N --continuous``): each cycle is one run of the crawl started
+with :func:`~webgather.runtime.cluster_crawl.start_cycle` (the unfinished cycle
+if a kill interrupted one), with N fresh worker processes (``node --once``)
+that take part in it; the merged summary gets the cycle's ``recrawl`` section.
+A continuous crawl starts the next cycle a cycle length after the last one
+started, with the same embedded Redis.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import subprocess
@@ -25,21 +34,23 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from webgather.cluster import definition as definitions
 from webgather.cluster.embedded import EmbeddedRedis
 from webgather.cluster.redis import RedisBackend
 from webgather.cluster.status import merge_summaries
 from webgather.config import CrawlConfig
 from webgather.errors import BackendUnavailable, ClusterError
 from webgather.runtime.clock import SystemClock
-from webgather.runtime.cluster_crawl import start_crawl
+from webgather.runtime.cluster_crawl import start_crawl, start_cycle
 from webgather.store.crawllog import read_crawl_log
 from webgather.store.summary import read_summary, write_summary
 
-__all__ = ["DEFAULT_CRAWL", "node_command", "run_workers"]
+__all__ = ["DEFAULT_CRAWL", "Cycles", "node_command", "run_workers"]
 
 DEFAULT_CRAWL = "crawl"
 POLL_S = 0.1
@@ -52,12 +63,46 @@ def node_command(url: str, crawl: str, out: Path, node: str, extra: Sequence[str
             "--node-id", node, *extra]
 
 
-async def _start(url: str, crawl: str, config: CrawlConfig, seeds: Sequence[str], nodes: list[str]) -> float:
+@dataclass(frozen=True)
+class Cycles:
+    """Run the crawl as re-crawl cycles: one (``recrawl DIR``), or one per cycle length (``--continuous``)."""
+
+    continuous: bool = False
+    max_cycles: int | None = None
+    on_cycle: Callable[[dict[str, Any]], object] | None = None
+    sleep: Callable[[float], object] = time.sleep
+    stored_settings: bool = False
+    """Take the crawl's settings from its stored definition, only ``recrawl`` from the config given
+    (``webgather recrawl DIR``: the directory's crawl is what it is)."""
+
+
+async def _start(url: str, crawl: str, config: CrawlConfig, seeds: Sequence[str], nodes: list[str],
+                 cycles: Cycles | None) -> tuple[float, float | None, CrawlConfig]:
+    """Start a run (or a cycle); its epoch, for a cycle when the next one is due, and the crawl's config."""
     backend = await RedisBackend.connect(url, crawl, config.cluster.n_buckets)
     try:
-        return (await start_crawl(backend, config, seeds, nodes=nodes)).epoch
+        if cycles is None:
+            return (await start_crawl(backend, config, seeds, nodes=nodes)).epoch, None, config
+        if cycles.stored_settings:
+            backend, config = await _stored_config(backend, url, crawl, config)
+        spec, found = await start_cycle(backend, config, seeds, nodes=nodes, continuous=cycles.continuous,
+                                        wall=SystemClock().wall())
+        return found.epoch, spec.started_s + float(spec.recrawl["cycle_s"]), config
     finally:
         await backend.aclose()
+
+
+async def _stored_config(backend: RedisBackend, url: str, crawl: str,
+                         config: CrawlConfig) -> tuple[RedisBackend, CrawlConfig]:
+    found = await definitions.read(backend)
+    if found is None:
+        raise ClusterError(f"no cluster crawl named {crawl!r} in that Redis (a crawl made with --workers "
+                           "or --redis keeps one; give --redis URL --crawl NAME if it was not embedded)")
+    if found.n_buckets != backend.n_buckets:
+        await backend.aclose()
+        backend = await RedisBackend.connect(url, crawl, found.n_buckets)
+    stored = found.crawl_config(out_dir=config.out_dir, progress=False)
+    return backend, dataclasses.replace(stored, recrawl=config.recrawl)
 
 
 async def _finished(url: str, crawl: str, n_buckets: int) -> tuple[bool, dict[str, int]]:
@@ -70,41 +115,71 @@ async def _finished(url: str, crawl: str, n_buckets: int) -> tuple[bool, dict[st
 
 
 def run_workers(config: CrawlConfig, seeds: Sequence[str], *, workers: int, redis_url: str | None,
-                crawl: str | None, node_args: Sequence[str] = ()) -> dict[str, Any]:
-    """Run the crawl with ``workers`` local node processes; returns the merged summary."""
-    import uvloop
-
+                crawl: str | None, node_args: Sequence[str] = (), cycles: Cycles | None = None) -> dict[str, Any]:
+    """Run the crawl with ``workers`` local node processes (``cycles``: as re-crawl cycles);
+    returns the (last) merged summary."""
     if workers < 1:
         raise ClusterError("--workers must be at least 1")
     if redis_url is not None and not crawl:
         raise ClusterError("--redis needs --crawl NAME (the crawl's name in that Redis)")
     out = Path(config.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    name = crawl or DEFAULT_CRAWL
     server = EmbeddedRedis(out / "redis") if redis_url is None else None
     url = server.start() if server is not None else str(redis_url)
-    clock = SystemClock()
+    run = _Run(url, crawl or DEFAULT_CRAWL, config, [f"w{i}" for i in range(workers)],
+               [*node_args, *(["--once"] if cycles is not None else [])], server)
     try:
-        nodes = [f"w{i}" for i in range(workers)]
-        epoch = uvloop.run(_start(url, name, config, seeds, nodes))
-        t0 = clock.monotonic()
-        codes = _run_processes([node_command(url, name, out, node, node_args) for node in nodes], out, nodes,
-                               supervise=lambda: _restart_if_dead(server))
-        wall_s = clock.monotonic() - t0
-        error = ""
-        try:
-            finished, counters = uvloop.run(_finished(url, name, config.cluster.n_buckets))
-        except BackendUnavailable as exc:  # the workers said so in their logs; the summary says it too
-            finished, counters, error = False, {}, str(exc)
+        if cycles is None:
+            return run.once(seeds, None)[0]
+        count = 0
+        while True:
+            merged, next_at = run.once(seeds if count == 0 else (), cycles)
+            count += 1
+            if cycles.on_cycle is not None:
+                cycles.on_cycle(merged)
+            if not cycles.continuous or not merged["finished"] or (cycles.max_cycles and count >= cycles.max_cycles):
+                return merged
+            cycles.sleep(max(0.0, (next_at or 0.0) - SystemClock().wall()))
     finally:
         if server is not None:
             server.stop()
-    summaries = [_node_summary(out / "nodes" / node, node, epoch, config.cluster.interval_s) for node in nodes]
-    merged = merge_summaries(summaries, wall_s=wall_s, finished=finished)
-    merged.update({"workers": workers, "exit_codes": dict(zip(nodes, codes, strict=True)), "backend_error": error,
-                   "counters": {k: v for k, v in counters.items() if not k.startswith(("recover.", "alive."))}})
-    write_summary(out, merged)
-    return merged
+
+
+@dataclass(frozen=True)
+class _Run:
+    url: str
+    name: str
+    config: CrawlConfig
+    nodes: list[str]
+    node_args: list[str]
+    server: EmbeddedRedis | None
+    """The embedded Redis (None: ``--redis URL``), restarted from its data if it dies."""
+
+    def once(self, seeds: Sequence[str], cycles: Cycles | None) -> tuple[dict[str, Any], float | None]:
+        """One run of the crawl (a cycle, with ``cycles``) by the worker processes; the merged summary."""
+        import uvloop
+
+        config, out, nodes, clock = self.config, Path(self.config.out_dir), self.nodes, SystemClock()
+        _restart_if_dead(self.server)  # it may have died between two cycles
+        epoch, next_at, config = uvloop.run(_start(self.url, self.name, config, seeds, nodes, cycles))
+        if cycles is not None:  # a node that dies this cycle must not be summed with its last cycle's figures
+            for node in nodes:
+                (out / "nodes" / node / "summary.json").unlink(missing_ok=True)
+        t0 = clock.monotonic()
+        commands = [node_command(self.url, self.name, out, node, self.node_args) for node in nodes]
+        codes = _run_processes(commands, out, nodes, supervise=lambda: _restart_if_dead(self.server))
+        wall_s, error = clock.monotonic() - t0, ""
+        try:
+            finished, counters = uvloop.run(_finished(self.url, self.name, config.cluster.n_buckets))
+        except BackendUnavailable as exc:  # the workers said so in their logs; the summary says it too
+            finished, counters, error = False, {}, str(exc)
+        summaries = [_node_summary(out / "nodes" / node, node, epoch, config.cluster.interval_s) for node in nodes]
+        merged = merge_summaries(summaries, wall_s=wall_s, finished=finished)
+        merged.update({"workers": len(nodes), "exit_codes": dict(zip(nodes, codes, strict=True)),
+                       "backend_error": error,
+                       "counters": {k: v for k, v in counters.items() if not k.startswith(("recover.", "alive."))}})
+        write_summary(out, merged)
+        return merged, next_at
 
 
 def _node_summary(node_dir: Path, node: str, epoch: float, interval_s: float) -> dict[str, Any]:

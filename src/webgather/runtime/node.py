@@ -25,7 +25,7 @@ from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
 from webgather.runtime.parts import NodeParts
 from webgather.runtime.pipeline import (
-    HostFingerprints, extract, link_log_args, log_entry, make_items, robots_entry, unfetched_entry,
+    HostFingerprints, RoutedUrls, extract, link_log_args, log_entry, make_items, robots_entry, unfetched_entry,
 )
 from webgather.runtime.robots import fetch_robots
 from webgather.urls import canonicalize, fingerprint, host_key, hostname
@@ -52,9 +52,9 @@ class CrawlNode:
         is awaited after a page's links are routed and before the page completes
         (a cluster node waits there until its cross URLs are sent). ``hooks``: the
         re-crawl's conditional requests and archiving (:mod:`webgather.recrawl.hooks`).
-        ``page_permit(used)``: may one more fetch start (``used``: pages plus fetches
-        running)? If not, the dispatcher waits for :meth:`wake` (a cluster's crawl-wide
-        ``max_pages``, :mod:`webgather.runtime.cluster_permits`)."""
+        ``page_permit(used)``: may one more fetch start (``used``: pages plus fetches running)?
+        If not, the dispatcher waits for :meth:`wake` (a cluster: crawl-wide ``max_pages``
+        permits, ``runtime.cluster_permits``; a cycle's budget grant, ``runtime.cluster_budget``)."""
         self.parts = parts
         self.node_id = parts.node_id
         self.stats = parts.stats
@@ -67,6 +67,7 @@ class CrawlNode:
         self._robots_pending = 0
         self._dead_hosts: dict[str, str] = {}
         self._host_fp = HostFingerprints()
+        self._routed = RoutedUrls()
         self._slots = asyncio.Semaphore(parts.config.fetch.concurrency)
         self._linger = linger
         self._handle_signals = handle_signals
@@ -99,9 +100,17 @@ class CrawlNode:
         """Nothing queued, nothing in flight, no robots.txt pending."""
         return self._finished()
 
+    def quiet(self) -> bool:
+        """Nothing in flight and no robots.txt pending (items may be queued)."""
+        return not self._active and self._robots_pending == 0
+
+    def wake(self) -> None:
+        self._wakeup.set()
+
     def forget_hosts(self, hosts: Iterable[str]) -> None:
         """These hosts moved to another node: forget their robots state here
         (a robots retry scheduled for one of them is dropped)."""
+        self._routed.clear()  # buckets changed hands: route every URL afresh once
         for host in hosts:
             self._robots_started.discard(host)
             self._dead_hosts.pop(host, None)
@@ -110,6 +119,7 @@ class CrawlNode:
         """``(host, sample url, wait_s)`` of hosts whose queued items arrived by hand-off:
         fetch their robots.txt once ``wait_s`` has passed (the politeness gap after the
         previous owner's last request)."""
+        self._routed.clear()
         for host, sample_url, wait_s in hosts:
             if host in self._robots_started:
                 continue
@@ -133,7 +143,7 @@ class CrawlNode:
         """Crawl until the frontier is empty, max_pages is reached, or stop()."""
         loop = asyncio.get_running_loop()
         if self._handle_signals:
-            self._install_signals(loop)
+            self._signals(loop, install=True)
         self._resume_hosts()
         try:
             async with asyncio.TaskGroup() as group:
@@ -141,21 +151,17 @@ class CrawlNode:
                 await self._drain()
         finally:
             if self._handle_signals:
-                self._remove_signals(loop)
+                self._signals(loop, install=False)
 
-    def _install_signals(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _signals(self, loop: asyncio.AbstractEventLoop, install: bool) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
             try:
-                loop.add_signal_handler(sig, self.stop)
+                if install:
+                    loop.add_signal_handler(sig, self.stop)
+                else:
+                    loop.remove_signal_handler(sig)
             except (NotImplementedError, RuntimeError, ValueError):
                 pass  # not the main thread (tests): the caller stops us instead
-
-    def _remove_signals(self, loop: asyncio.AbstractEventLoop) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass
 
     def _resume_hosts(self) -> None:
         """After a restart, queued hosts need their robots.txt again."""
@@ -167,14 +173,9 @@ class CrawlNode:
         """Fetches under way (a task that just ended stays in _active until its done-callback runs)."""
         return sum(not t.done() for t in self._active)
 
-    def wake(self) -> None:
-        self._wakeup.set()
-
     def _page_budget_left(self) -> bool:
         limit, used = self.parts.config.max_pages, self.stats.pages + self.running()
-        if limit is not None and used >= limit:
-            return False
-        return self._page_permit is None or self._page_permit(used)
+        return (limit is None or used < limit) and (self._page_permit is None or self._page_permit(used))
 
     async def _dispatch(self, group: asyncio.TaskGroup) -> None:
         frontier, clock = self.parts.frontier, self.parts.clock
@@ -182,7 +183,7 @@ class CrawlNode:
             if not self._page_budget_left():
                 if self._page_permit is None:
                     return
-                await self._sleep_until(math.inf)  # until a fetch ends or permits arrive
+                await self._sleep_until(math.inf)  # until a fetch ends or permits/budget arrive (wake)
                 continue
             item, wake_at = frontier.next_ready(clock.monotonic())
             if item is None:
@@ -257,7 +258,12 @@ class CrawlNode:
             backoff = parts.config.politeness.backoff_base_s * (2 ** item.attempt)
             parts.frontier.retry(item, now, not_before=now + max(decision.not_before_s, backoff))
             return
-        extracted = extract(item, result, decision, parts.scope, self._host_fp, want_text=self._hooks is not None)
+        # The host may go again now; the page itself completes once its links and log line are stored.
+        parts.frontier.release_host(item, now, response_time_s=result.elapsed_s, error=decision.host_error,
+                                    retry_after_s=decision.not_before_s or None)
+        self._wakeup.set()
+        extracted = extract(item, result, decision, parts.scope, self._host_fp, self._routed,
+                            want_text=self._hooks is not None)
         self.stats.links_found += extracted.links_found
         entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
         self._route(extracted.items, now)
@@ -269,10 +275,7 @@ class CrawlNode:
         else:
             await self._hooks.store(item, result, entry, links, extracted.text)
         self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body))
-        parts.frontier.complete(
-            item, clock.monotonic(), response_time_s=result.elapsed_s,
-            error=decision.host_error, retry_after_s=decision.not_before_s or None,
-        )
+        parts.frontier.complete(item, clock.monotonic())
 
     async def _record_unfetched(self, item: CrawlItem, error: str, *, release_host: bool) -> None:
         parts = self.parts

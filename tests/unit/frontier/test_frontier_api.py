@@ -239,3 +239,24 @@ def test_a_subclass_may_key_buckets_otherwise(tmp_path: Path) -> None:
     assert old.drop_bucket(ord("a") % 64) == 2 and old.pending() == 1
     assert new.add([item("http://a2.test/")], 0.0) == []
     old.close()
+
+
+def test_release_host_lets_the_host_go_while_the_item_stays_in_flight(open_frontier) -> None:  # type: ignore[no-untyped-def]
+    f = open_frontier()
+    f.add([item("http://a.test/1"), item("http://a.test/2")], 0.0)
+    first, _ = f.next_ready(0.0)
+    assert first is not None and f.next_ready(0.5)[0] is None  # one request per host
+    f.release_host(first, 1.0)
+    assert f.next_ready(1.5)[0] is None  # min_delay_s counted from the release
+    second, _ = f.next_ready(2.0)
+    assert second is not None and second.url == "http://a.test/2"
+    assert f.in_flight() == 2 and not f.is_done()  # the first is not done until completed
+    with pytest.raises(FrontierError):
+        f.release_host(first, 2.0)
+    with pytest.raises(FrontierError):
+        f.retry(first, 2.0, not_before=3.0)
+    f.complete(first, 2.1)  # commits only: the host's clock is not set a second time
+    f.complete(second, 2.2)
+    assert f.is_done()
+    f.add([item("http://a.test/3")], 2.2)
+    assert f.next_ready(3.1)[0] is None and f.next_ready(3.2)[0] is not None

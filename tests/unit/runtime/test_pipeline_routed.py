@@ -1,0 +1,56 @@
+"""The node's routed-URL cache in front of the per-link path (runtime.pipeline.RoutedUrls)."""
+
+from __future__ import annotations
+
+from webgather.config import ScopeConfig
+from webgather.fetch.model import FetchResult
+from webgather.frontier.model import CrawlItem
+from webgather.outcome import Decision
+from webgather.runtime.pipeline import HostFingerprints, RoutedUrls, extract
+from webgather.scope import Scope
+from webgather.urls import fingerprint, host_key
+
+BASE = "http://a.test/"
+PAGE = b'<html><body><a href="/x">x</a> <a href="/x">again</a> <a href="http://b.test/y">y</a></body></html>'
+
+
+def _extract(routed: RoutedUrls, depth: int, scope: Scope, url: str = BASE):
+    item = CrawlItem(url, fingerprint(url), depth=depth)
+    result = FetchResult(url=url, started_at=0.0, elapsed_s=0.01, status=200,
+                         response_headers=(("Content-Type", "text/html"),), raw_body=PAGE, body=PAGE)
+    return extract(item, result, Decision(parse="page"), scope, HostFingerprints(), routed, want_text=False)
+
+
+def test_generations_promote_what_is_used_and_drop_what_is_not() -> None:
+    routed = RoutedUrls(max_entries=2)
+    routed.remember("a", (1, 1))
+    routed.remember("b", (2, 2))
+    routed.remember("c", (3, 3))  # young was full: {a, b} became old
+    assert routed.get("a") == (1, 1)  # promoted into young {c, a}
+    routed.remember("d", (4, 4))  # young full again: old = {c, a}, b is gone
+    assert routed.get("b") is None
+    assert routed.get("a") == (1, 1) and routed.get("d") == (4, 4)
+    routed.clear()
+    assert len(routed) == 0 and routed.get("d") is None
+
+
+def test_a_repeat_page_routes_nothing_but_logs_every_link_with_the_same_fingerprints() -> None:
+    scope = Scope(ScopeConfig(mode="any"), [BASE])
+    routed = RoutedUrls()
+    first = _extract(routed, 0, scope)
+    assert sorted(i.url for i in first.items) == ["http://a.test/x", "http://b.test/y"]
+    again = _extract(routed, 0, scope)
+    assert again.items == []
+    assert again.link_records == first.link_records
+    x = "http://a.test/x"
+    assert first.link_records is not None
+    assert first.link_records[0][:3] == (x, fingerprint(x), fingerprint(host_key(x)))
+    assert len(first.link_records) == 3  # the repeated href is logged twice
+
+
+def test_a_url_scope_rejected_as_too_deep_is_routed_when_found_shallower() -> None:
+    scope = Scope(ScopeConfig(mode="any", max_depth=1), [BASE])
+    routed = RoutedUrls()
+    assert _extract(routed, 1, scope).items == []  # links at depth 2: too deep, not remembered
+    assert len(routed) == 0
+    assert {i.url for i in _extract(routed, 0, scope).items} == {"http://a.test/x", "http://b.test/y"}
