@@ -180,7 +180,7 @@ async def test_a_node_process_joins_a_running_crawl_and_leaves_on_sigterm(tmp_pa
     out = tmp_path / "crawl"
     async with TestWebServer(model) as srv:
         config = cluster_config(params, out, srv.write_resolve_file(tmp_path / "resolve.txt"), n_buckets=M,
-                                min_delay_s=0.08)
+                                min_delay_s=0.2)  # the crawl must outlast the joiner start
         seeds = [srv.home_url(0), srv.home_url(3)]
         toml = write_toml(config, tmp_path / "crawl.toml")
         crawl = asyncio.create_task(_crawl(tmp_path, [*seeds, "--out", str(out), "--config", str(toml), "--workers",
