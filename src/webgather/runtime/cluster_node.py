@@ -7,8 +7,8 @@ completes only after its cross URLs are sent), the router's flusher, the
 :class:`~webgather.runtime.cluster_buckets.BucketKeeper` (receive loop and
 hand-off loop), the beat loop and the lease loop.
 
-Beat loop, every ``heartbeat_s``: read the counters (the crawl is over when
-``done >= runs``), the members (who is alive) and the table; adopt a newer
+Beat loop, every ``heartbeat_s`` (``IDLE_BEAT_S`` while idle): read the counters
+(the crawl is over when ``done >= runs``), the members (who is alive) and the table; adopt a newer
 table (:class:`~webgather.cluster.handoff.Ownership`); start buckets whose dead
 previous owner's state never came; then publish this node's info with its
 heartbeat (idle, activity, adopted version, load figures). Lease loop: take or
@@ -73,6 +73,8 @@ SCAN_CONCURRENCY = 64
 FLUSH_TIMEOUT_S = 5.0
 BUDGET_POLL_S = 0.05
 """How often a node with a cycle budget looks whether its grant runs low (a local check)."""
+IDLE_BEAT_S = 0.1
+"""Beat and coordinate this often while idle (``heartbeat_s`` while crawling)."""
 STARTUP_GRACE_S = 10.0
 """A node in the table never seen alive gets this long to start before it counts as dead."""
 
@@ -265,9 +267,13 @@ class ClusterNode:
                 print(f"webgather node {self.node_id}: backend unavailable, {self.permits.held - self._used()} "
                       "unused page permits not given back", file=sys.stderr)
 
+    def _beat_interval_s(self) -> float:
+        # idle: the crawl may be ending, and its end takes two waves of beats and ticks
+        return min(self.cfg.heartbeat_s, IDLE_BEAT_S) if self.idle() else self.cfg.heartbeat_s
+
     async def _beat_loop(self) -> None:
         while not self._closing:
-            await asyncio.sleep(self.cfg.heartbeat_s)
+            await asyncio.sleep(self._beat_interval_s())
             try:
                 await self._beat()
             except BackendUnavailable as exc:
@@ -286,7 +292,7 @@ class ClusterNode:
                     await self.coordinating.tick()
             except BackendUnavailable as exc:
                 self._backend_failed(exc)
-            await asyncio.sleep(self.cfg.heartbeat_s)
+            await asyncio.sleep(self._beat_interval_s())
 
     def _backend_failed(self, exc: BackendUnavailable) -> None:
         """Every loop reports here; one line per outage (the loops keep retrying)."""
