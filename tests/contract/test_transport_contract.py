@@ -95,6 +95,10 @@ async def test_send_receive_ack(harness: Harness) -> None:
     ids = [await a.send(5, payload) for payload in (b"one", b"two", b"three")]
     assert len(set(ids)) == 3
     assert await b.pending_count(5) == 3
+    await a.send(6, b"four")
+    assert await b.pending_total(range(N_BUCKETS)) == 4 and await b.pending_total([6]) == 1
+    assert await b.pending_total([]) == 0
+    await b.ack(6, [d.delivery_id for d in await b.receive([6], 10, 0)])
     got = await b.receive([5], 10, 0)
     assert [(d.bucket, d.delivery_id, d.payload) for d in got] == list(zip([5] * 3, ids, [b"one", b"two", b"three"]))
     assert await b.receive([5], 10, 0) == []  # pending, not re-delivered by receive
@@ -221,6 +225,7 @@ async def test_bad_arguments_are_cluster_errors(harness: Harness) -> None:
         lambda: a.claim_stale(["0"], 0),  # type: ignore[list-item]
         lambda: a.claim_stale([0], float("nan")),
         lambda: a.pending_count(10**6),
+        lambda: a.pending_total([0, 10**6]),
         lambda: harness.coord.heartbeat("n", {}, 0),
         lambda: harness.coord.heartbeat("n", {"x": object()}, 1),
         lambda: harness.coord.heartbeat("n", [1, 2], 1),  # type: ignore[arg-type]

@@ -174,6 +174,11 @@ class InProcessTransport:
         stream = self.hub.streams.get(bucket)
         return len(stream.payloads) if stream is not None else 0
 
+    async def pending_total(self, buckets: Sequence[int]) -> int:
+        streams = self.hub.streams
+        return sum(len(s.payloads) for b in common.check_buckets(buckets, self.hub.n_buckets)
+                   if (s := streams.get(b)) is not None)
+
 
 def _parse_id(raw: str) -> int | None:
     return int(raw) if isinstance(raw, str) and raw.isdigit() and raw.isascii() else None

@@ -273,6 +273,14 @@ class RedisTransport:
         with self.backend.errors():
             return int(await self.backend.client.xlen(self.keys.stream(bucket)))
 
+    async def pending_total(self, buckets: Sequence[int]) -> int:
+        checked = common.check_buckets(buckets, self.backend.n_buckets)
+        with self.backend.errors():
+            async with self.backend.client.pipeline(transaction=False) as pipe:
+                for bucket in checked:
+                    pipe.xlen(self.keys.stream(bucket))
+                return sum(int(n) for n in await pipe.execute())
+
 
 class RedisCoordinator:
     """:class:`~webgather.cluster.transport.Coordinator` over Redis keys (module docstring)."""

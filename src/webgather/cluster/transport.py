@@ -114,6 +114,10 @@ class UrlTransport(Protocol):
         """Payloads of ``bucket`` not yet acked: never delivered plus delivered."""
         ...
 
+    async def pending_total(self, buckets: Sequence[int]) -> int:
+        """:meth:`pending_count` summed over ``buckets``, in one round trip."""
+        ...
+
 
 class CrawlRegistry(Protocol):
     """The bucket table and the crawl's settings."""

@@ -69,7 +69,6 @@ __all__ = ["ClusterNode"]
 
 INFO_INTERVALS = 120
 """Most recent load intervals published in a node's heartbeat info."""
-SCAN_CONCURRENCY = 64
 FLUSH_TIMEOUT_S = 5.0
 BUDGET_POLL_S = 0.05
 """How often a node with a cycle budget looks whether its grant runs low (a local check)."""
@@ -361,13 +360,7 @@ class ClusterNode:
         return run
 
     async def _scan_pending(self) -> int:
-        n = self.cfg.n_buckets
-        for start in range(0, n, SCAN_CONCURRENCY):
-            counts = await asyncio.gather(*(self.transport.pending_count(b)
-                                            for b in range(start, min(n, start + SCAN_CONCURRENCY))))
-            if any(counts):
-                return sum(counts)
-        return 0
+        return await self.transport.pending_total(range(self.cfg.n_buckets))
 
     # -- figures --------------------------------------------------------------------------
     def _info(self, counters: dict[str, int]) -> dict[str, Any]:
