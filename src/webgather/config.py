@@ -201,6 +201,9 @@ class CrawlConfig:
     seeds: tuple[str, ...] = ()
     max_pages: int | None = None
     progress: bool = True
+    pin_cpu: str = "auto"
+    """Keep the node's threads on one CPU: "auto" (the one it starts on), "off", or N (the
+    N-th allowed CPU, modulo their count); see :mod:`webgather.runtime.affinity`."""
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
     fetch: FetchConfig = field(default_factory=FetchConfig)
     scope: ScopeConfig = field(default_factory=ScopeConfig)
@@ -371,6 +374,7 @@ def _validate(config: CrawlConfig) -> None:
         (config.fetch.max_redirects >= 0, "fetch.max_redirects must be >= 0"),
         (config.fetch.connect_timeout_s > 0 and config.fetch.total_timeout_s > 0, "timeouts must be > 0"),
         (config.max_pages is None or config.max_pages >= 1, "max_pages must be >= 1"),
+        (config.pin_cpu in ("auto", "off") or config.pin_cpu.isdigit(), 'pin_cpu must be "auto", "off" or a CPU index'),
         (config.scope.max_depth is None or config.scope.max_depth >= 0, "scope.max_depth must be >= 0"),
         (config.scope.mode != "domains" or bool(config.scope.domains), 'scope.mode "domains" needs scope.domains'),
         (1 <= config.cluster.n_buckets <= 4096, "cluster.n_buckets must be in 1..4096"),

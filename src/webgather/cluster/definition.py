@@ -37,7 +37,7 @@ from webgather.errors import ClusterError, IncompatibleCrawl
 
 __all__ = ["CrawlDefinition", "CycleSpec", "identity", "publish", "publish_cycle", "read", "read_cycle"]
 
-LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "seeds")
+LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "seeds", "pin_cpu")
 CYCLE_PREFIX = "recrawl."
 """Config keys that belong to a cycle, not to the crawl's definition."""
 _HUB_DEFINITIONS: weakref.WeakKeyDictionary[InProcessHub, str] = weakref.WeakKeyDictionary()

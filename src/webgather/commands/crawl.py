@@ -59,6 +59,7 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--user-agent", default=None, help="User-Agent with a contact URL")
     add("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt (only for servers you own)")
     add("--no-progress", action="store_true", help="no live progress display")
+    add("--pin-cpu", default=None, help='keep the node on one CPU: "auto" (default), "off", or a CPU index')
 
 
 def config_from_args(args: argparse.Namespace) -> CrawlConfig:
@@ -78,6 +79,7 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
         "fetch.user_agent": args.user_agent,
         "robots.obey": False if args.ignore_robots else None,
         "progress": False if args.no_progress else None,
+        "pin_cpu": args.pin_cpu,
     }
     from webgather.commands.recrawl import recrawl_cli
 

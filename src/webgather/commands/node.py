@@ -40,6 +40,7 @@ def register(sub: Any) -> None:
     add("--buckets", type=int, default=None, help="M; refused if it differs from the crawl's")
     add("--concurrency", type=int, default=None, help="requests in flight at this node")
     add("--no-progress", action="store_true", help="accepted for symmetry with crawl; a node prints no progress")
+    add("--pin-cpu", default=None, help='keep this node on one CPU: "auto" (default), "off", or a CPU index')
     add("--once", action="store_true", help="in a continuous re-crawl: end when the current cycle ends")
     parser.set_defaults(func=_main)
 
@@ -79,7 +80,7 @@ async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
         while True:
             out = Path(args.out)
             config, found = await join_crawl(backend, n_buckets=args.buckets, out_dir=str(out), progress=False,
-                                             **{"fetch.concurrency": args.concurrency})
+                                             **{"fetch.concurrency": args.concurrency, "pin_cpu": args.pin_cpu})
             summary = await run_cluster_node(backend, config, node_id=node_id, nodes_dir=out / "nodes",
                                              epoch=found.epoch, handle_signals=True)
             spec = await current_cycle(backend)

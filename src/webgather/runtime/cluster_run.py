@@ -166,7 +166,10 @@ class _Run:
             for node in nodes:
                 (out / "nodes" / node / "summary.json").unlink(missing_ok=True)
         t0 = clock.monotonic()
-        commands = [node_command(self.url, self.name, out, node, self.node_args) for node in nodes]
+        # worker i on the i-th CPU: auto-pinned workers could pick the same one
+        pin = ["off"] * len(nodes) if config.pin_cpu == "off" else [str(i) for i in range(len(nodes))]
+        commands = [node_command(self.url, self.name, out, node, [*self.node_args, "--pin-cpu", cpu])
+                    for node, cpu in zip(nodes, pin, strict=True)]
         codes = _run_processes(commands, out, nodes, supervise=lambda: _restart_if_dead(self.server))
         wall_s, error = clock.monotonic() - t0, ""
         try:

@@ -21,6 +21,7 @@ from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
 from webgather.robots.cache import Known, RobotsCache
 from webgather.robots.parse import ALLOW_ALL, RobotsRules
+from webgather.runtime.affinity import pinned
 from webgather.runtime.clock import Clock, SystemClock
 from webgather.runtime.stats import CrawlStats
 from webgather.scope import Scope
@@ -144,26 +145,28 @@ async def open_parts(
     """Build every part of a node; close them all (flushing state) on the way out.
 
     ``n_buckets`` and ``frontier_cls`` are for cluster nodes (M of the crawl, and a
-    frontier whose buckets follow the crawl's partition key)."""
-    clock = clock or SystemClock()
-    out_dir.mkdir(parents=True, exist_ok=True)
-    resolver = Resolver.from_config(config.fetch, clock)
-    frontier = frontier_cls.open(
-        out_dir / "state", config.frontier, config.politeness, n_buckets=n_buckets,
-        max_pages_per_host=config.scope.max_pages_per_host,
-    )
-    writer = ArchiveWriter.open(out_dir, node_id, config.store)
-    robots = RobotsBook(RobotsCache(config.robots.ttl_s, config.robots.error_retry_s), clock)
-    stats = CrawlStats(started_at=clock.wall())
-    try:
-        async with HttpClient(config.fetch, resolver, clock) as http:
-            yield NodeParts(
-                config, node_id, out_dir, clock, resolver, http, frontier,
-                WriterPort(writer), robots, Scope(config.scope, seeds), stats,
-            )
-    finally:
+    frontier whose buckets follow the crawl's partition key). The node's threads stay
+    on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.affinity`)."""
+    with pinned(config.pin_cpu):  # before the writer thread starts: it inherits the mask
+        clock = clock or SystemClock()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        resolver = Resolver.from_config(config.fetch, clock)
+        frontier = frontier_cls.open(
+            out_dir / "state", config.frontier, config.politeness, n_buckets=n_buckets,
+            max_pages_per_host=config.scope.max_pages_per_host,
+        )
+        writer = ArchiveWriter.open(out_dir, node_id, config.store)
+        robots = RobotsBook(RobotsCache(config.robots.ttl_s, config.robots.error_retry_s), clock)
+        stats = CrawlStats(started_at=clock.wall())
         try:
-            await writer.drain()
+            async with HttpClient(config.fetch, resolver, clock) as http:
+                yield NodeParts(
+                    config, node_id, out_dir, clock, resolver, http, frontier,
+                    WriterPort(writer), robots, Scope(config.scope, seeds), stats,
+                )
         finally:
-            writer.close()
-            frontier.close()
+            try:
+                await writer.drain()
+            finally:
+                writer.close()
+                frontier.close()
