@@ -7,7 +7,9 @@ or the caller first awaits :meth:`ArchiveWriter.wait_for_room`). The queue is a
 cost the loop about 10 us a page (profiled: 7 % of the crawler's GIL time),
 the C queue's put well under one. The thread
 builds records, digests and gzips them (zlib and hashlib release the GIL on
-large buffers, so this work runs on the second core) and writes them. An
+large buffers) and writes them. A node keeps both threads on one CPU
+(:mod:`webgather.runtime.affinity`): handing the GIL between two cores cost
+more than the parallel gzip gained. An
 error in the thread is kept and raised as :class:`StoreError` by the next
 ``submit_*``, :meth:`drain` or :meth:`close`; the thread keeps taking items
 off the queue (dropping them) so no caller blocks forever on a dead writer.
