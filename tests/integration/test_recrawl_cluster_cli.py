@@ -37,14 +37,20 @@ def _urls(node_dir: Path) -> int:
         state.close()
 
 
+def _config_file(server: TestWebServer, tmp_path: Path) -> Path:
+    """The re-crawl test web's config for a two-worker crawl (M = 64, quick heartbeats), as TOML."""
+    config = recrawl_config(server, tmp_path)
+    config = dataclasses.replace(config, cluster=ClusterConfig(n_buckets=64, heartbeat_s=0.1, member_ttl_s=2.0))
+    config_file = tmp_path / "crawl.toml"
+    config_file.write_text(to_toml(config))
+    return config_file
+
+
 async def test_recrawl_dir_of_a_two_worker_crawl_revisits_every_page_with_two_workers(tmp_path: Path) -> None:
     model = changing_web(n_hosts=6, mean_pages_per_host=5, change_mix=((None, 1.0),), dying_share=0.0)
     out = tmp_path / "out"
     async with TestWebServer(model) as server:
-        config = recrawl_config(server, tmp_path)
-        config = dataclasses.replace(config, cluster=ClusterConfig(n_buckets=64, heartbeat_s=0.1, member_ttl_s=2.0))
-        config_file = tmp_path / "crawl.toml"
-        config_file.write_text(to_toml(config))
+        config_file = _config_file(server, tmp_path)
         code, _, stderr = await _run("crawl", server.home_url(0), "--out", str(out), "--config", str(config_file),
                                      "--no-progress", "--workers", "2")
         assert code == 0, stderr
@@ -84,10 +90,7 @@ async def test_recrawl_and_continuous_cycles_of_a_crawl_made_with_max_pages(tmp_
     model = changing_web(n_hosts=6, mean_pages_per_host=5, change_mix=((None, 1.0),), dying_share=0.0)
     out = tmp_path / "out"
     async with TestWebServer(model) as server:
-        config = recrawl_config(server, tmp_path)
-        config = dataclasses.replace(config, cluster=ClusterConfig(n_buckets=64, heartbeat_s=0.1, member_ttl_s=2.0))
-        config_file = tmp_path / "crawl.toml"
-        config_file.write_text(to_toml(config))
+        config_file = _config_file(server, tmp_path)
         code, _, stderr = await _run("crawl", server.home_url(0), "--out", str(out), "--config", str(config_file),
                                      "--no-progress", "--workers", "2", "--max-pages", "12")
         assert code == 0, stderr
