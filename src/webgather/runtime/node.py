@@ -174,8 +174,9 @@ class CrawlNode:
         return sum(not t.done() for t in self._active)
 
     def _page_budget_left(self) -> bool:
-        limit, used = self.parts.config.max_pages, self.stats.pages + self.running()
-        return (limit is None or used < limit) and (self._page_permit is None or self._page_permit(used))
+        limit, permit = self.parts.config.max_pages, self._page_permit  # per dispatch: count only if limited
+        used = self.stats.pages + self.running() if limit is not None or permit is not None else 0
+        return (limit is None or used < limit) and (permit is None or permit(used))
 
     async def _dispatch(self, group: asyncio.TaskGroup) -> None:
         frontier, clock = self.parts.frontier, self.parts.clock
