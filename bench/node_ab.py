@@ -1,0 +1,114 @@
+"""A/B of one node's CPU per page: interleaved crawls of vs_scrapy's static web by two source trees.
+
+How each hot-path change in the README was measured: the same web, served by
+the same nginx (bench/vs_scrapy.py's export and config), crawled in turn by
+``webgather crawl`` run from each source tree (``PYTHONPATH=TREE``; the rest
+of the environment is this venv), round after round, then the medians of
+pages/s, CPU ms per page and peak RSS per variant, and each variant's CPU
+ratio to the first one.
+
+    .venv/bin/python bench/node_ab.py --variant base=/tmp/base/src --variant new=src --rounds 5
+    .venv/bin/python bench/node_ab.py --variant on=src --variant off=src:--pin-cpu,off
+
+A variant is ``NAME=TREE[:EXTRA,ARGS]``: extra crawl arguments after the
+colon, comma-separated. Files go under ``--work`` (default
+bench/results/node_ab, git-ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+
+import vs_scrapy as vs  # noqa: E402  (the bench's export, nginx and measuring helpers)
+
+
+@dataclass
+class Variant:
+    name: str
+    tree: Path
+    extra: list[str]
+    runs: list[vs.Run] = field(default_factory=list)
+
+
+def parse_variant(text: str) -> Variant:
+    name, _, rest = text.partition("=")
+    tree, _, extra = rest.partition(":")
+    if not name or not tree:
+        raise SystemExit(f"node_ab: --variant {text!r} is not NAME=TREE[:ARGS]")
+    return Variant(name, Path(tree).resolve(), [a for a in extra.split(",") if a])
+
+
+def crawl_command(variant: Variant, seed: str, resolve: Path, config: Path, scratch: Path, concurrency: int) -> list[str]:
+    code = f"import sys; sys.path.insert(0, {str(variant.tree)!r}); from webgather.cli import main; sys.exit(main())"
+    return [sys.executable, "-c", code, "crawl", seed, "--out", str(scratch / "out"), "--resolve", str(resolve),
+            "--delay", "0", "--concurrency", str(concurrency), "--scope", "domains", "--domain", vs.DOMAIN,
+            "--config", str(config), "--no-progress", *variant.extra]
+
+
+def run_variant(variant: Variant, args: argparse.Namespace, seed: str, resolve: Path, config: Path) -> vs.Run:
+    scratch = args.work / "runs" / variant.name
+    command = crawl_command(variant, seed, resolve, config, scratch, args.concurrency)
+    crawler = vs.Crawler(variant.name, lambda _s: command, lambda s, _o: vs.logged_pages(s / "out"), args.timeout)
+    return vs.run_once(crawler, scratch)
+
+
+def report(variants: list[Variant]) -> str:
+    lines = ["variant        pages  pages/s  CPU ms/page (runs)                      peak RSS MiB  CPU ratio"]
+    base_cpu = None
+    for v in variants:
+        ok = [r for r in v.runs if r.ok and r.pages]
+        if not ok:
+            lines.append(f"{v.name:<12} no successful run")
+            continue
+        cpu = statistics.median(r.cpu_ms_per_page for r in ok)
+        base_cpu = base_cpu or cpu
+        each = " ".join(f"{r.cpu_ms_per_page:.2f}" for r in ok)
+        lines.append(f"{v.name:<12} {ok[0].pages:>7} {statistics.median(r.pages_per_s for r in ok):>8.1f}"
+                     f"  {cpu:.3f} ({each}){'':<{max(0, 26 - len(each))}}"
+                     f"  {statistics.median(r.peak_rss_mib for r in ok):>10.1f}  {cpu / base_cpu:.3f}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", action="append", type=parse_variant, required=True)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--hosts", type=int, default=400)
+    parser.add_argument("--pages-per-host", type=float, default=20.0)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--concurrency", type=int, default=256)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--work", type=Path, default=BENCH / "results" / "node_ab")
+    args = parser.parse_args()
+    args.work = args.work.resolve()
+    args.work.mkdir(parents=True, exist_ok=True)
+    port = vs.free_port()
+    servers_conf, _files = vs.export_web(args.work, args, port)
+    resolve = args.work / "resolve.txt"
+    vs.write_resolve_file(servers_conf, resolve)
+    config = args.work / "webgather.toml"
+    config.write_text("[politeness]\nmax_crawl_delay_s = 0.0\n")
+    seed = f"http://h0001.{vs.DOMAIN}:{port}/"
+    variants: list[Variant] = args.variant
+    with vs.nginx(servers_conf, args.work / "nginx", port, "127.0.1.1"):
+        for round_no in range(args.rounds):
+            shift = round_no % len(variants)
+            for variant in variants[shift:] + variants[:shift]:
+                run = run_variant(variant, args, seed, resolve, config)
+                variant.runs.append(run)
+                print(f"  round {round_no + 1} {variant.name:<12} {run.pages} pages {run.wall_s:.2f} s "
+                      f"{run.cpu_ms_per_page:.2f} ms/page {run.peak_rss_mib:.1f} MiB"
+                      f"{'' if run.ok else ' FAILED ' + run.note}", flush=True)
+    print(report(variants))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
