@@ -85,6 +85,10 @@ class FetchConfig:
     dns_ttl_s: float = 300.0
     resolve_file: str | None = None
     """Static ``host address`` map: resolve once, keep in a file (repeatable runs)."""
+    max_idle_connections: int = 1024
+    """Kept-alive connections waiting for their host's next request (oldest closed first)."""
+    http_client: Literal["native", "aiohttp"] = "native"
+    """The HTTP/1.1 transport: ours over asyncio protocols (less CPU per fetch), or aiohttp's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -372,6 +376,7 @@ def _validate(config: CrawlConfig) -> None:
         (config.politeness.per_ip_connections >= 1, "politeness.per_ip_connections must be >= 1"),
         (config.fetch.max_body_bytes > 0, "fetch.max_body_bytes must be > 0"),
         (config.fetch.max_redirects >= 0, "fetch.max_redirects must be >= 0"),
+        (config.fetch.max_idle_connections >= 0, "fetch.max_idle_connections must be >= 0"),
         (config.fetch.connect_timeout_s > 0 and config.fetch.total_timeout_s > 0, "timeouts must be > 0"),
         (config.max_pages is None or config.max_pages >= 1, "max_pages must be >= 1"),
         (config.pin_cpu in ("auto", "off") or config.pin_cpu.isdigit(), 'pin_cpu must be "auto", "off" or a CPU index'),

@@ -1,4 +1,4 @@
-"""HttpClient against a raw asyncio server on 127.0.0.1 that misbehaves on purpose.
+"""HttpClient, over both transports, against a raw asyncio server on 127.0.0.1 that misbehaves on purpose.
 
 Every FetchError kind the fetcher can produce is provoked here for real: reset
 before headers, short Content-Length, broken chunking, garbage instead of HTTP,
@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import shutil
 import socket
+import ssl
 import struct
+import subprocess
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -224,16 +227,22 @@ async def no_dns(host: str) -> list[str]:
     raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
 
-def make_client(**limits: float) -> HttpClient:
-    config = FetchConfig(connect_timeout_s=1.0, total_timeout_s=limits.pop("total_timeout_s", 1.0), **limits)  # type: ignore[arg-type]
+@pytest.fixture(params=["native", "aiohttp"])
+def backend(request: pytest.FixtureRequest) -> str:
+    """Every test here runs over both transports of HttpClient."""
+    return str(request.param)
+
+
+def make_client(backend: str, **limits: float) -> HttpClient:
+    config = FetchConfig(connect_timeout_s=1.0, total_timeout_s=limits.pop("total_timeout_s", 1.0), http_client=backend, **limits)  # type: ignore[arg-type]
     clock = SystemClock()
     resolver = Resolver(clock, static={"h1.web.test": "127.0.0.1"}, lookup=no_dns)
     return HttpClient(config, resolver, clock)
 
 
 @pytest.fixture
-async def client() -> AsyncIterator[HttpClient]:
-    async with make_client(max_body_bytes=1024 * 1024, max_decoded_bytes=1024 * 1024) as c:
+async def client(backend: str) -> AsyncIterator[HttpClient]:
+    async with make_client(backend, max_body_bytes=1024 * 1024, max_decoded_bytes=1024 * 1024) as c:
         yield c
 
 
@@ -358,8 +367,8 @@ async def test_broken_chunking_is_truncated(server: RawServer, client: HttpClien
 
 
 @pytest.mark.parametrize("path", ["/slowhead", "/slowbody"])
-async def test_slow_server_hits_total_timeout(server: RawServer, path: str) -> None:
-    async with make_client(total_timeout_s=0.4) as c:
+async def test_slow_server_hits_total_timeout(server: RawServer, path: str, backend: str) -> None:
+    async with make_client(backend, total_timeout_s=0.4) as c:
         r = await c.fetch(server.url(path))
     assert r.error == "timeout" and r.body == b""
     assert 0.35 < r.elapsed_s < 2.0
@@ -397,15 +406,15 @@ async def test_malformed_request_header_is_refused_not_sent(server: RawServer, c
     assert (r.status, r.error) == (None, "protocol") and server.requests == []
 
 
-async def test_many_concurrent_fetches_share_the_limit(server: RawServer) -> None:
-    async with make_client(concurrency=4) as c:  # type: ignore[arg-type]
+async def test_many_concurrent_fetches_share_the_limit(server: RawServer, backend: str) -> None:
+    async with make_client(backend, concurrency=4) as c:  # type: ignore[arg-type]
         results = await asyncio.gather(*(c.fetch(server.url("/ok")) for _ in range(40)))
     assert all(r.status == 200 and r.body == PAGE for r in results)
     assert server.connections <= 4
 
 
-async def test_closed_client_reports_instead_of_raising(server: RawServer) -> None:
-    c = make_client()
+async def test_closed_client_reports_instead_of_raising(server: RawServer, backend: str) -> None:
+    c = make_client(backend)
     assert (await c.fetch(server.url("/ok"))).status == 200
     await c.close()
     r = await c.fetch(server.url("/ok"))
@@ -424,15 +433,17 @@ async def test_dns_failure_inside_aiohttp_maps_to_dns() -> None:
 
     clock = SystemClock()
     resolver = Resolver(clock, ttl_s=0.0, lookup=first_only)
-    async with HttpClient(FetchConfig(connect_timeout_s=1.0, total_timeout_s=1.0), resolver, clock) as c:
+    config = FetchConfig(connect_timeout_s=1.0, total_timeout_s=1.0, http_client="aiohttp")
+    async with HttpClient(config, resolver, clock) as c:
         r: FetchResult = await c.fetch("http://flaky.web.test:9/")
     assert (r.error, len(calls)) == ("dns", 2)
 
 
-async def test_real_dns_path_with_localhost_only(server: RawServer) -> None:
+async def test_real_dns_path_with_localhost_only(server: RawServer, backend: str) -> None:
     clock = SystemClock()
     resolver = Resolver(clock)  # the event loop's getaddrinfo: "localhost" never leaves the machine
-    async with HttpClient(FetchConfig(connect_timeout_s=1.0, total_timeout_s=1.0), resolver, clock) as c:
+    config = FetchConfig(connect_timeout_s=1.0, total_timeout_s=1.0, http_client=backend)  # type: ignore[arg-type]
+    async with HttpClient(config, resolver, clock) as c:
         r = await c.fetch(f"http://localhost:{server.port}/ok")
     assert (r.status, r.peer_ip, resolver.lookups) == (200, "127.0.0.1", 1)
     assert dict(server.requests[-1][1])["Host"] == f"localhost:{server.port}"
@@ -448,16 +459,117 @@ def _ipv6_loopback() -> bool:
 
 
 @pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback here")
-async def test_ipv6_literal_and_mapped_name() -> None:
+async def test_ipv6_literal_and_mapped_name(backend: str) -> None:
     srv = RawServer(dict(ROUTES))
     port = await srv.start("::1")
     clock = SystemClock()
     resolver = Resolver(clock, static={"v6.web.test": "::1"}, lookup=no_dns)
+    config = FetchConfig(connect_timeout_s=1.0, total_timeout_s=1.0, http_client=backend)  # type: ignore[arg-type]
     try:
-        async with HttpClient(FetchConfig(connect_timeout_s=1.0, total_timeout_s=1.0), resolver, clock) as c:
+        async with HttpClient(config, resolver, clock) as c:
             literal = await c.fetch(f"http://[::1]:{port}/ok")
             named = await c.fetch(f"http://v6.web.test:{port}/ok")
     finally:
         await srv.close()
     assert (literal.status, literal.peer_ip, named.status, named.peer_ip) == (200, "::1", 200, "::1")
     assert dict(srv.requests[-1][1])["Host"] == f"v6.web.test:{port}"
+
+
+async def continue_then_ok(w: Writer) -> bool:
+    w.write(head("100 Continue", []) + head("103 Early Hints", [("Link", "</s.css>; rel=preload")]))
+    return await ROUTES["/ok"](w)
+
+
+async def extra_bytes(w: Writer) -> bool:
+    w.write(head("200 OK", [("Content-Length", "2")]) + b"okEXTRA")
+    await w.drain()
+    return True
+
+
+async def http10(w: Writer) -> bool:
+    w.write(head("200 OK", [("Content-Length", "2")]).replace(b"HTTP/1.1", b"HTTP/1.0", 1) + b"ok")
+    await w.drain()
+    return True
+
+
+async def answer_then_close(w: Writer) -> bool:
+    await ROUTES["/ok"](w)
+    w.close()  # as a server whose keep-alive timeout ran out would
+    return False
+
+
+async def test_informational_responses_are_skipped(server: RawServer, client: HttpClient) -> None:
+    server.routes["/continue"] = continue_then_ok
+    r = await client.fetch(server.url("/continue"))
+    assert (r.status, r.error, r.body) == (200, None, PAGE)
+
+
+@pytest.mark.parametrize("path", ["/extra", "/http10", "/closes"])
+async def test_a_connection_is_reused_only_when_its_framing_allows(
+    server: RawServer, client: HttpClient, path: str, backend: str
+) -> None:
+    if backend == "aiohttp" and path == "/extra":
+        pytest.skip("aiohttp's parser rejects the whole response (protocol); ours keeps it, drops the connection")
+    server.routes.update({"/extra": extra_bytes, "/http10": http10, "/closes": answer_then_close})
+    first = await client.fetch(server.url(path))
+    assert (first.status, first.error) == (200, None)
+    await asyncio.sleep(0.05)  # the close reaches the client
+    again = await client.fetch(server.url("/ok"))
+    assert (again.status, again.error, again.body) == (200, None, PAGE)
+    assert server.connections == 2
+
+
+async def test_idle_connections_of_many_hosts_stay_within_their_cap(server: RawServer, backend: str) -> None:
+    if backend == "aiohttp":
+        pytest.skip("aiohttp keeps idle connections of every host until its keep-alive timeout")
+    config = FetchConfig(connect_timeout_s=1.0, total_timeout_s=1.0, max_idle_connections=2, http_client=backend)  # type: ignore[arg-type]
+    clock = SystemClock()
+    names = [f"h{i}.web.test" for i in range(6)]
+    resolver = Resolver(clock, static=dict.fromkeys(names, "127.0.0.1"), lookup=no_dns)
+    async with HttpClient(config, resolver, clock) as c:
+        for name in names * 2:
+            assert (await c.fetch(server.url("/ok", host=name))).status == 200
+            await asyncio.sleep(0.01)
+            assert sum(1 for task in server._tasks if not task.done()) <= 2
+        for name in names[-2:]:  # the two kept are the two most recent
+            assert (await c.fetch(server.url("/ok", host=name))).status == 200
+    assert server.connections == 12
+
+
+@pytest.fixture(scope="module")
+def self_signed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("no openssl command to make a certificate with")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
+    subprocess.run(
+        [openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=h1.web.test",
+         "-addext", "subjectAltName=DNS:h1.web.test", "-keyout", key, "-out", cert],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.mark.parametrize("verify", [False, True])
+async def test_https_with_sni_and_certificate_checks(self_signed: tuple[str, str], backend: str, verify: bool) -> None:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(*self_signed)
+    names: list[str | None] = []
+    context.sni_callback = lambda _sock, name, _ctx: names.append(name)  # type: ignore[assignment,func-returns-value]
+    srv = RawServer(dict(ROUTES))
+    srv._server = await asyncio.start_server(srv._serve, "127.0.0.1", 0, ssl=context)
+    srv.port = srv._server.sockets[0].getsockname()[1]
+    config = FetchConfig(connect_timeout_s=2.0, total_timeout_s=2.0, http_client=backend)  # type: ignore[arg-type]
+    clock = SystemClock()
+    resolver = Resolver(clock, static={"h1.web.test": "127.0.0.1"}, lookup=no_dns)
+    try:
+        async with HttpClient(config, resolver, clock, verify_tls=verify) as c:
+            r = await c.fetch(f"https://h1.web.test:{srv.port}/ok")
+    finally:
+        await srv.close()
+    assert names and names[0] == "h1.web.test"
+    if verify:  # self-signed: the check fails, as a connect error
+        assert (r.status, r.error) == (None, "connect") and "certificate" in r.error_detail.lower()
+    else:
+        assert (r.status, r.error, r.body) == (200, None, PAGE)

@@ -1,0 +1,199 @@
+"""HTTP/1.1 on the wire, as pure functions: the request's bytes, the response head, body framing.
+
+No IO: :mod:`webgather.fetch.h1_conn` feeds these from a socket. What they
+accept is what crawlers meet (RFC 9112 with the usual leniency): bare ``LF``
+line ends, obsolete line folding, a repeated identical Content-Length; what
+they refuse raises :class:`ProtocolViolation` (the head) or
+:class:`TruncatedBody` (broken chunk framing), never anything else.
+
+Limits follow aiohttp's defaults, which the crawler used before: a head line
+(status or one field) of at most 8,190 bytes, a head of at most 64 KiB.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from webgather.errors import ProtocolViolation, TruncatedBody
+from webgather.fetch.model import Headers
+
+__all__ = ["MAX_HEAD_BYTES", "Chunked", "ResponseHead", "head_end", "parse_head", "request_bytes"]
+
+MAX_HEAD_BYTES = 64 * 1024
+MAX_LINE_BYTES = 8190
+_STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d) (\d{3})(?: (.*))?\Z", re.DOTALL)
+_FIELD_NAME = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+_CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;.*)?\Z", re.DOTALL)
+
+LENGTH, CHUNKED, UNTIL_CLOSE, NO_BODY = "length", "chunked", "close", "none"
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseHead:
+    status: int
+    reason: str
+    version: str
+    """``"1.1"`` or ``"1.0"``."""
+    headers: Headers
+    framing: str
+    """How the body ends: LENGTH (``length`` bytes), CHUNKED, UNTIL_CLOSE or NO_BODY."""
+    length: int
+    keep_alive: bool
+    """The connection may carry another request once this body is read."""
+
+
+def request_bytes(path: str, headers: Headers) -> bytes:
+    """``GET path HTTP/1.1`` and ``headers`` in their order (Host first, by the caller)."""
+    lines = [f"GET {path} HTTP/1.1"]
+    lines += [f"{name}: {value}" for name, value in headers]
+    lines.append("\r\n")
+    return "\r\n".join(lines).encode("utf-8", "surrogateescape")
+
+
+def head_end(buffer: bytes | bytearray) -> int:
+    """Index just past the blank line that ends a head in ``buffer``, or -1."""
+    crlf = buffer.find(b"\r\n\r\n")
+    lf = buffer.find(b"\n\n", 0, crlf if crlf >= 0 else len(buffer))  # bare-LF heads are rare
+    if lf >= 0:
+        return lf + 2
+    return crlf + 4 if crlf >= 0 else -1
+
+
+def parse_head(raw: bytes) -> ResponseHead:
+    """The status line and fields of ``raw`` (a whole head, its blank line included)."""
+    lines = raw.split(b"\n")
+    status_line = lines[0].rstrip(b"\r")
+    if len(status_line) > MAX_LINE_BYTES:
+        raise ProtocolViolation("status line over 8190 bytes")
+    match = _STATUS_LINE.match(status_line)
+    if match is None:
+        raise ProtocolViolation(f"not an HTTP/1.x status line: {_show(status_line)}")
+    major, minor, status = int(match[1]), int(match[2]), int(match[3])
+    if major != 1 or status < 100:
+        raise ProtocolViolation(f"unsupported status line: {_show(status_line)}")
+    headers = _fields(lines[1:])
+    reason = (match[4] or b"").decode("utf-8", "surrogateescape").strip()
+    framing, length, reusable = _framing(status, headers)
+    keep_alive = reusable and _persistent(minor, headers)
+    return ResponseHead(status, reason, f"1.{minor}", headers, framing, length, keep_alive)
+
+
+def _fields(lines: list[bytes]) -> Headers:
+    fields: list[list[bytes]] = []
+    for line in lines:
+        line = line.rstrip(b"\r")
+        if not line:
+            continue
+        if len(line) > MAX_LINE_BYTES:
+            raise ProtocolViolation("a header field over 8190 bytes")
+        if line[:1] in (b" ", b"\t"):  # obsolete line folding: part of the previous value
+            if not fields:
+                raise ProtocolViolation("a folded line before any header field")
+            fields[-1][1] += b" " + line.strip()
+            continue
+        name, colon, value = line.partition(b":")
+        if not colon or not _FIELD_NAME.match(name):
+            raise ProtocolViolation(f"malformed header field: {_show(line)}")
+        fields.append([name, value.strip(b" \t")])
+    return tuple((_text(name), _text(value)) for name, value in fields)
+
+
+def _framing(status: int, headers: Headers) -> tuple[str, int, bool]:
+    """(framing, length, reusable-as-far-as-framing-goes) by RFC 9112 section 6.3."""
+    if status < 200 or status in (204, 304):
+        return NO_BODY, 0, True
+    codings = [v for k, v in headers if k.lower() == "transfer-encoding"]
+    if codings:
+        last = ",".join(codings).rsplit(",", 1)[-1].strip().lower()
+        # with Content-Length too, the message is suspect: read it, then close
+        if last == "chunked":
+            return CHUNKED, 0, not _values(headers, "content-length")
+        return UNTIL_CLOSE, 0, False
+    lengths = {v.strip() for value in _values(headers, "content-length") for v in value.split(",")}
+    if not lengths:
+        return UNTIL_CLOSE, 0, False
+    if len(lengths) > 1 or not all(v.isdigit() and v.isascii() for v in lengths):
+        raise ProtocolViolation(f"bad Content-Length: {_clip(', '.join(sorted(lengths)))}")
+    length = int(lengths.pop())
+    return (LENGTH, length, True) if length else (NO_BODY, 0, True)
+
+
+def _persistent(minor: int, headers: Headers) -> bool:
+    tokens = {t.strip().lower() for value in _values(headers, "connection") for t in value.split(",")}
+    if "close" in tokens:
+        return False
+    return minor >= 1 or "keep-alive" in tokens
+
+
+def _values(headers: Headers, lower_name: str) -> list[str]:
+    return [v for k, v in headers if k.lower() == lower_name]
+
+
+class Chunked:
+    """Incremental decoder of a chunked body: ``feed`` returns payload pieces.
+
+    ``done`` once the last chunk and the trailer section are read; ``rest``
+    is then what followed them. Broken framing raises :class:`TruncatedBody`.
+    """
+
+    __slots__ = ("_buffer", "_left", "_state", "done", "rest")
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._left = 0
+        self._state = "size"  # size -> data -> crlf -> size ... -> trailer
+        self.done = False
+        self.rest = b""
+
+    def feed(self, data: bytes) -> list[bytes]:
+        pieces: list[bytes] = []
+        buffer = self._buffer + data if self._buffer else data
+        self._buffer = b""
+        at = 0
+        while at < len(buffer) and not self.done:
+            if self._state == "data":
+                take = min(self._left, len(buffer) - at)
+                pieces.append(buffer[at : at + take])
+                at += take
+                self._left -= take
+                if not self._left:
+                    self._state = "crlf"
+                continue
+            line_end = buffer.find(b"\n", at)
+            if line_end < 0:
+                if len(buffer) - at > MAX_LINE_BYTES:
+                    raise TruncatedBody("broken chunk framing: a line over 8190 bytes")
+                self._buffer = buffer[at:]
+                break
+            self._line(buffer[at:line_end].rstrip(b"\r"))
+            at = line_end + 1
+        if self.done:
+            self.rest = buffer[at:]
+        return pieces
+
+    def _line(self, line: bytes) -> None:
+        if self._state == "crlf":
+            if line:
+                raise TruncatedBody(f"broken chunk framing: {_show(line)} after a chunk")
+            self._state = "size"
+        elif self._state == "size":
+            match = _CHUNK_SIZE.match(line)
+            if match is None:
+                raise TruncatedBody(f"broken chunk framing: bad chunk size {_show(line)}")
+            self._left = int(match[1], 16)
+            self._state = "data" if self._left else "trailer"
+        elif not line:  # the blank line that ends the trailer section
+            self.done = True
+
+
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", "surrogateescape")
+
+
+def _show(raw: bytes) -> str:
+    return repr(_clip(_text(raw[:80])))
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= 60 else text[:60] + "..."

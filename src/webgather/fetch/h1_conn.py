@@ -1,0 +1,237 @@
+"""HTTP/1.1 connections as asyncio protocols, and the pool that keeps them alive between requests.
+
+The IO shell around :mod:`webgather.fetch.h1`. A :class:`Connection` carries
+one request at a time: ``send`` writes it and returns a future that ends when
+the body has ended (or failed); what arrived meanwhile goes straight into the
+caller's :class:`Sink` as it comes (the head once, then body pieces), so a
+failure mid-body still leaves the prefix for the archive. Each step of a
+response is one ``data_received`` call: no task, stream or queue per request,
+which is what makes this cheaper per fetch than aiohttp's client.
+
+:class:`Pool` keeps idle connections per origin and address (last in, first
+out), closes those idle longer than ``idle_timeout_s``, and keeps at most
+``max_idle`` of them, closing the oldest first. (Capping idle and busy
+together at the request concurrency made a crawl of 400 hosts at 256 requests
+in flight reconnect on a quarter of its requests.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import OrderedDict
+from typing import Protocol
+
+from webgather.errors import BodyTooLarge, ConnectionReset, FetchError, FetchTimeout, ProtocolViolation, TruncatedBody
+from webgather.fetch import h1
+
+__all__ = ["Connection", "Pool", "PoolKey", "Sink"]
+
+PoolKey = tuple[str, str, int, str]
+"""(scheme, host, port, address): a connection serves one origin at one address."""
+
+
+class Sink(Protocol):
+    """Where a response goes as it arrives."""
+
+    def on_head(self, head: h1.ResponseHead) -> None: ...
+
+    def on_body(self, piece: bytes) -> int:
+        """Take a piece; return the body bytes taken so far."""
+        ...
+
+
+class Connection(asyncio.Protocol):
+    """One HTTP/1.1 connection; see the module docstring."""
+
+    def __init__(self, key: PoolKey, max_body_bytes: int) -> None:
+        self.key = key
+        self.peer_ip: str | None = None
+        self.closed = False
+        self.reusable = False
+        self.idle_since = 0.0
+        self._max_body_bytes = max_body_bytes
+        self._transport: asyncio.Transport | None = None
+        self._done: asyncio.Future[None] | None = None
+        self._sink: Sink | None = None
+        self._buffer = b""
+        self._head: h1.ResponseHead | None = None
+        self._left = 0
+        self._chunked: h1.Chunked | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.peer_ip = str(peer[0]) if peer else None
+
+    def send(self, request: bytes, sink: Sink) -> asyncio.Future[None]:
+        """Write ``request``; the future ends with the response's body (or its failure)."""
+        assert self._transport is not None and self._done is None
+        if self.closed or self._transport.is_closing():
+            raise ConnectionReset("connection closed before the request went out")
+        self._done = asyncio.get_running_loop().create_future()
+        self._sink, self._buffer, self._head, self.reusable = sink, b"", None, False
+        self._transport.write(request)
+        return self._done
+
+    def data_received(self, data: bytes) -> None:
+        if self._done is None or self._done.done():
+            self.close()  # bytes nobody asked for: this connection's framing is lost
+            return
+        try:
+            if self._head is None:
+                self._read_head(data)
+            else:
+                self._read_body(data)
+        except FetchError as exc:
+            self._fail(exc)
+
+    def eof_received(self) -> bool:
+        return False  # close our side too: HTTP/1.1 has no use for a half-open connection
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self._done is None or self._done.done():
+            return
+        head = self._head
+        if head is not None and head.framing == h1.UNTIL_CLOSE:
+            self._finish(reusable=False)
+        elif head is not None:
+            self._fail(TruncatedBody(f"connection closed mid-body{_cause(exc)}"))
+        else:
+            self._fail(ConnectionReset(f"connection closed before a response{_cause(exc)}"))
+
+    def time_out(self, seconds: float) -> None:
+        """The request's deadline has passed: fail it and drop the connection."""
+        if self._done is not None and not self._done.done():
+            self._fail(FetchTimeout(f"no complete response within {seconds:g} s"))
+
+    def close(self) -> None:
+        self.closed = True
+        if self._transport is not None:
+            self._transport.close()
+
+    def _read_head(self, data: bytes) -> None:
+        buffer = self._buffer + data if self._buffer else data
+        end = h1.head_end(buffer)
+        if end < 0:
+            if len(buffer) > h1.MAX_HEAD_BYTES:
+                raise ProtocolViolation("response head over 64 KiB")
+            self._buffer = buffer
+            return
+        self._buffer = b""
+        head = h1.parse_head(buffer[:end])
+        if head.status < 200:  # 100 Continue, 103 Early Hints: a final response follows
+            if head.status == 101:
+                raise ProtocolViolation("101 Switching Protocols to a request that asked for none")
+            self._read_head(buffer[end:])
+            return
+        self._head = head
+        assert self._sink is not None
+        self._sink.on_head(head)
+        self._left = head.length
+        self._chunked = h1.Chunked() if head.framing == h1.CHUNKED else None
+        if head.framing == h1.NO_BODY:
+            self._finish(reusable=head.keep_alive and end == len(buffer))
+        elif end < len(buffer):
+            self._read_body(buffer[end:])
+
+    def _read_body(self, data: bytes) -> None:
+        head = self._head
+        assert head is not None and self._sink is not None
+        if head.framing == h1.LENGTH:
+            piece = data[: self._left]
+            self._left -= len(piece)
+            self._take(piece)
+            if not self._left:
+                self._finish(reusable=head.keep_alive and len(piece) == len(data))
+        elif self._chunked is not None:
+            for piece in self._chunked.feed(data):
+                self._take(piece)
+            if self._chunked.done:
+                self._finish(reusable=head.keep_alive and not self._chunked.rest)
+        else:
+            self._take(data)
+
+    def _take(self, piece: bytes) -> None:
+        assert self._sink is not None
+        if piece and self._sink.on_body(piece) > self._max_body_bytes:
+            raise BodyTooLarge(f"body over max_body_bytes={self._max_body_bytes}; "
+                               f"kept the first {self._max_body_bytes} bytes")
+
+    def _finish(self, *, reusable: bool) -> None:
+        self.reusable = reusable and not self.closed
+        done, self._done, self._sink = self._done, None, None
+        if done is not None and not done.done():
+            done.set_result(None)
+
+    def _fail(self, exc: FetchError) -> None:
+        self.reusable = False
+        done, self._done, self._sink = self._done, None, None
+        self.close()
+        if done is not None and not done.done():
+            done.set_exception(exc)
+
+
+def _cause(exc: Exception | None) -> str:
+    return f": {exc}" if exc is not None and str(exc) else ""
+
+
+class Pool:
+    """Idle connections by :data:`PoolKey`; see the module docstring."""
+
+    def __init__(self, max_idle: int, idle_timeout_s: float = 15.0) -> None:
+        self.max_idle = max_idle
+        self.idle_timeout_s = idle_timeout_s
+        self.busy = 0
+        self._idle: dict[PoolKey, list[Connection]] = {}
+        self._by_age: OrderedDict[Connection, None] = OrderedDict()
+
+    def take(self, key: PoolKey, now: float) -> Connection | None:
+        """An idle live connection for ``key`` (marked busy), or None."""
+        stack = self._idle.get(key)
+        while stack:
+            conn = stack.pop()
+            self._by_age.pop(conn, None)
+            if not conn.closed and now - conn.idle_since < self.idle_timeout_s:
+                self.busy += 1
+                return conn
+            conn.close()
+        return None
+
+    def give_back(self, conn: Connection, now: float) -> None:
+        """End a request on ``conn``: keep it idle if it can carry another, else close it."""
+        self.busy -= 1
+        if not conn.reusable or conn.closed:
+            conn.close()
+            return
+        conn.idle_since = now
+        self._idle.setdefault(conn.key, []).append(conn)
+        self._by_age[conn] = None
+        self._expire(now)
+
+    @property
+    def idle(self) -> int:
+        return len(self._by_age)
+
+    def close_all(self) -> None:
+        for conn in list(self._by_age):
+            conn.close()
+        self._by_age.clear()
+        self._idle.clear()
+
+    def _expire(self, now: float) -> None:
+        while self._by_age:
+            oldest = next(iter(self._by_age))
+            fresh = now - oldest.idle_since < self.idle_timeout_s and not oldest.closed
+            if fresh and len(self._by_age) <= self.max_idle:
+                return
+            del self._by_age[oldest]
+            self._forget(oldest)
+            oldest.close()
+
+    def _forget(self, conn: Connection) -> None:
+        stack = self._idle.get(conn.key)
+        if stack is not None:
+            stack.remove(conn)
+            if not stack:
+                del self._idle[conn.key]

@@ -1,0 +1,142 @@
+"""What one GET puts on the wire, and what it has learnt so far. Pure.
+
+Shared by both transports of :class:`webgather.fetch.http.HttpClient` (ours,
+:mod:`webgather.fetch.h1_client`, and aiohttp's,
+:mod:`webgather.fetch.via_aiohttp`), so they send, record and report alike.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
+
+from webgather.errors import FetchError, InvalidUrl, ProtocolViolation
+from webgather.fetch import h1
+from webgather.fetch.model import FetchResult, Headers
+from webgather.urls import canonicalize
+
+__all__ = ["Draft", "WireTarget", "as_sent", "clip", "extra_headers", "wire_target"]
+
+MAX_DETAIL_CHARS = 200
+_WIRE_READY = re.compile(r"https?://[!-~]+\Z")
+"""ASCII, no spaces or controls: a canonical URL goes on the wire as it is."""
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+_BAD_VALUE = re.compile(r"[\r\n\0]")
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True, slots=True)
+class WireTarget:
+    """A URL taken apart for the request line, the Host header and the connection."""
+
+    url: str
+    """As recorded (canonical; credentials, if any, are kept here but never sent)."""
+    scheme: str
+    host: str
+    """Lower-case; an IPv6 literal without brackets."""
+    port: int
+    host_header: str
+    """``host[:port]`` with the port only when not the scheme's default (brackets for IPv6)."""
+    path: str
+    """Path and query: the request target."""
+
+
+def wire_target(url: str) -> WireTarget:
+    """The target of ``url``; :class:`InvalidUrl` if it is not an absolute http(s) URL."""
+    text = url if isinstance(url, str) else ""
+    if not _WIRE_READY.match(text):
+        text = canonicalize(text) or ""
+    try:
+        parts = urlsplit(text)
+        host, port = parts.hostname or "", parts.port
+    except ValueError as exc:
+        raise InvalidUrl(f"{clip(str(url))!r}: {exc}") from None
+    if parts.scheme not in _DEFAULT_PORTS or not host:
+        raise InvalidUrl(f"not an absolute http(s) URL: {clip(str(url))!r}")
+    default = _DEFAULT_PORTS[parts.scheme]
+    shown = f"[{host}]" if ":" in host else host
+    host_header = shown if port in (None, default) else f"{shown}:{port}"
+    path = parts.path or "/"
+    if parts.query or text.endswith("?"):
+        path += "?" + parts.query
+    return WireTarget(text, parts.scheme, host, port or default, host_header, path)
+
+
+def extra_headers(headers: Mapping[str, str] | None) -> Headers:
+    """``headers`` as pairs; :class:`ProtocolViolation` for one that would break the request."""
+    if not headers:
+        return ()
+    pairs = tuple((str(k), str(v)) for k, v in headers.items())
+    for name, value in pairs:
+        if not _TOKEN.match(name) or _BAD_VALUE.search(value):
+            raise ProtocolViolation(f"refusing to send a malformed request header {clip(name)!r}")
+    return pairs
+
+
+def as_sent(target: WireTarget, base: Headers, extra: Headers) -> Headers:
+    """The request headers in wire order (Host first); an extra header replaces a default in place."""
+    merged = list(base)
+    for name, value in extra:
+        lower = name.lower()
+        at = next((i for i, (k, _) in enumerate(merged) if k.lower() == lower), -1)
+        if at >= 0:
+            merged[at] = (name, value)
+        else:
+            merged.append((name, value))
+    return (("Host", target.host_header), *merged)
+
+
+@dataclass(slots=True)
+class Draft:
+    """What one fetch has learnt so far; becomes the FetchResult. A transport's sink."""
+
+    url: str
+    request_headers: Headers
+    max_body_bytes: int
+    status: int | None = None
+    reason: str = ""
+    http_version: str = "1.1"
+    response_headers: Headers = ()
+    chunks: list[bytes] = field(default_factory=list)
+    size: int = 0
+    body: bytes = b""
+    error: str | None = None
+    error_detail: str = ""
+    truncated: bool = False
+    peer_ip: str | None = None
+
+    def on_head(self, head: h1.ResponseHead) -> None:
+        self.status, self.reason, self.http_version = head.status, head.reason, head.version
+        self.response_headers = head.headers
+
+    def on_body(self, piece: bytes) -> int:
+        self.chunks.append(piece)
+        self.size += len(piece)
+        if self.size > self.max_body_bytes:
+            self.truncated = True
+        return self.size
+
+    def raw(self) -> bytes:
+        raw = self.chunks[0] if len(self.chunks) == 1 else b"".join(self.chunks)
+        self.chunks = [raw] if raw else []
+        return raw[: self.max_body_bytes] if len(raw) > self.max_body_bytes else raw
+
+    def fail(self, exc: FetchError) -> None:
+        self.error = exc.kind
+        self.error_detail = clip(str(exc) or type(exc).__name__)
+        self.body = b""
+
+    def result(self, started_at: float, elapsed_s: float) -> FetchResult:
+        return FetchResult(
+            url=self.url, started_at=started_at, elapsed_s=elapsed_s, status=self.status,
+            reason=self.reason, http_version=self.http_version,
+            request_headers=self.request_headers, response_headers=self.response_headers,
+            raw_body=self.raw(), body=self.body, error=self.error, error_detail=self.error_detail,
+            truncated=self.truncated, peer_ip=self.peer_ip,
+        )  # fmt: skip
+
+
+def clip(text: str) -> str:
+    return text if len(text) <= MAX_DETAIL_CHARS else text[:MAX_DETAIL_CHARS] + "..."

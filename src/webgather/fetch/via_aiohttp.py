@@ -1,0 +1,219 @@
+"""The aiohttp transport of :class:`webgather.fetch.http.HttpClient` (``[fetch] http_client = "aiohttp"``).
+
+The crawler's transport before :mod:`webgather.fetch.h1_client`, kept as the
+reference the integration tests hold both to, and as the choice for whoever
+prefers aiohttp's client on the wire. One ``ClientSession``: ``limit =
+concurrency``, no per-host limit (politeness is the frontier's job),
+keep-alive on, no cookies, redirects not followed, ``auto_decompress=False``.
+Connections go to the address from our :class:`Resolver` through
+:class:`_AiohttpResolver` (aiohttp's own DNS cache is off), so ``Host`` and
+TLS SNI stay the URL's host. aiohttp's and the OS's exceptions are translated
+in one place, :func:`map_transport_errors`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
+import aiohttp
+from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, TransferEncodingError
+from yarl import URL
+
+from webgather.config import FetchConfig
+from webgather.errors import (
+    BodyTooLarge,
+    ConnectFailed,
+    ConnectionReset,
+    DnsFailed,
+    FetchError,
+    FetchTimeout,
+    InvalidUrl,
+    ProtocolViolation,
+    TruncatedBody,
+)
+from webgather.fetch.model import Headers
+from webgather.fetch.request import Draft, WireTarget
+from webgather.fetch.resolver import Resolver
+
+__all__ = ["AiohttpTransport", "map_transport_errors"]
+
+
+class _AiohttpResolver(AbstractResolver):
+    """aiohttp's resolver seam, answered from our :class:`Resolver`."""
+
+    def __init__(self, resolver: Resolver) -> None:
+        self._resolver = resolver
+
+    async def resolve(
+        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+    ) -> list[ResolveResult]:
+        try:
+            address = await self._resolver.resolve(host)
+        except DnsFailed as exc:  # aiohttp turns an OSError here into ClientConnectorDNSError
+            raise OSError(str(exc)) from exc
+        inet = socket.AF_INET6 if ":" in address else socket.AF_INET
+        flags = socket.AI_NUMERICHOST | socket.AI_NUMERICSERV
+        return [
+            ResolveResult(hostname=host, host=address, port=port, family=inet, proto=0, flags=flags)
+        ]
+
+    async def close(self) -> None:
+        return None
+
+
+class AiohttpTransport:
+    """One aiohttp session; ``exchange`` fills a :class:`Draft` or raises a :class:`FetchError`."""
+
+    def __init__(self, config: FetchConfig, resolver: Resolver, base_headers: Headers, verify_tls: bool) -> None:
+        connector = aiohttp.TCPConnector(
+            limit=config.concurrency, limit_per_host=0, use_dns_cache=False,
+            resolver=_AiohttpResolver(resolver), ssl=verify_tls,
+        )  # fmt: skip
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            timeout=aiohttp.ClientTimeout(total=config.total_timeout_s, sock_connect=config.connect_timeout_s),
+            auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False, headers=base_headers,
+        )  # fmt: skip
+        # aiohttp silently re-sends an idempotent request once when a reused connection
+        # drops (RFC 9112 9.3.1 allows it). Our retry policy owns retries, with backoff and
+        # politeness; an immediate hidden second request would break both. No public knob.
+        self._session._retry_connection = False
+        self._resolver = resolver
+
+    async def close(self) -> None:
+        await self._session.close()
+
+    async def exchange(self, target: WireTarget, extra: Headers, draft: Draft) -> None:
+        with map_transport_errors(lambda: draft.status is not None):
+            draft.peer_ip = await self._resolver.resolve(target.host)
+            url = URL(f"{target.scheme}://{target.host_header}{target.path}", encoded=True)
+            response = await self._session.get(url, headers=extra or None, allow_redirects=False)
+            unwatch = _fail_body_on_disconnect(response)
+            try:
+                _take_head(response, draft)
+                await _read_body(response, draft)
+            except BaseException:
+                response.close()  # do not reuse a connection whose body was not read to its end
+                raise
+            finally:
+                unwatch()
+            response.release()
+
+
+async def _read_body(response: aiohttp.ClientResponse, draft: Draft) -> None:
+    limit = draft.max_body_bytes
+    content = response.content
+    while True:
+        chunk = await content.readany()
+        if not chunk:
+            return
+        if draft.on_body(chunk) > limit:
+            raise BodyTooLarge(f"body over max_body_bytes={limit}; kept the first {limit} bytes")
+        if content.at_eof():  # spares one more read for the common one-chunk body
+            return
+
+
+def _take_head(response: aiohttp.ClientResponse, draft: Draft) -> None:
+    connection = response.connection
+    transport = connection.transport if connection is not None else None
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    if peer:  # the address actually connected to (a kept-alive connection may predate a DNS change)
+        draft.peer_ip = str(peer[0])
+    draft.status = response.status
+    draft.reason = response.reason or ""
+    version = response.version
+    if version is not None:
+        draft.http_version = f"{version.major}.{version.minor}"
+    draft.response_headers = tuple(
+        (name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
+        for name, value in response.raw_headers
+    )
+
+
+@contextmanager
+def map_transport_errors(headers_received: Callable[[], bool]) -> Iterator[None]:
+    """Translate aiohttp/OS exceptions into :class:`FetchError` kinds: the only such place.
+
+    ``headers_received()`` tells a broken connection before the response
+    (``reset``) from one during the body (``truncated``).
+    """
+    try:
+        yield
+    except FetchError:
+        raise
+    except TimeoutError as exc:  # aiohttp's ServerTimeoutError and friends are TimeoutErrors too
+        raise FetchTimeout(_text(exc, "timed out")) from exc
+    except aiohttp.ClientConnectorDNSError as exc:
+        raise DnsFailed(_text(exc.os_error, "does not resolve")) from exc
+    except aiohttp.ClientConnectorError as exc:
+        raise ConnectFailed(_text(exc.os_error, "cannot connect")) from exc
+    except aiohttp.ClientPayloadError as exc:
+        raise TruncatedBody(_text(exc, "body incomplete")) from exc
+    except aiohttp.ClientResponseError as exc:  # the response parser rejected what came
+        if _is_framing_error(exc):  # head and broken body arrived in one read
+            raise TruncatedBody(_text(exc, "broken body framing")) from exc
+        raise ProtocolViolation(_text(exc.message, "malformed response")) from exc
+    except (TransferEncodingError, ContentLengthError) as exc:  # pure-Python parser, mid-body
+        raise TruncatedBody(_text(exc, "broken body framing")) from exc
+    except HttpProcessingError as exc:
+        raise ProtocolViolation(_text(exc, "malformed response")) from exc
+    except aiohttp.InvalidURL as exc:
+        raise InvalidUrl(_text(exc, "invalid URL")) from exc
+    except (aiohttp.ClientConnectionError, OSError) as exc:  # disconnected, reset, broken pipe
+        if headers_received():
+            raise TruncatedBody(_text(exc, "connection lost during the body")) from exc
+        raise ConnectionReset(_text(exc, "connection closed before a response")) from exc
+    except aiohttp.ClientError as exc:
+        raise ProtocolViolation(_text(exc, type(exc).__name__)) from exc
+
+
+def _is_framing_error(exc: aiohttp.ClientResponseError) -> bool:
+    """Broken chunking or Content-Length, seen by the C parser (message) or the Python one (type)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, (TransferEncodingError, ContentLengthError)):
+            return True
+        cause = cause.__cause__
+    return "chunk" in exc.message.lower()  # the message only: str(exc) holds the URL too
+
+
+def _text(exc: BaseException | str | None, fallback: str) -> str:
+    text = str(exc) if exc is not None else ""
+    return " ".join(text.split()) or fallback
+
+
+def _fail_body_on_disconnect(response: aiohttp.ClientResponse) -> Callable[[], None]:
+    """Wake a body read stuck on a connection that is gone.
+
+    aiohttp 3.14's C parser, on broken chunk framing after the head, closes the
+    connection but never fails the body stream, so a reader would wait for
+    total_timeout_s. When the connection closes and the body has neither ended
+    nor failed, fail it (it becomes ``truncated``).
+    """
+    connection = response.connection
+    protocol = connection.protocol if connection is not None else None
+    closed = protocol.closed if protocol is not None else None  # (a protocol with no data is falsy)
+    if protocol is None or closed is None:
+        return _nothing
+    content = response.content
+
+    def on_closed(future: asyncio.Future[None]) -> None:
+        if not future.cancelled():
+            future.exception()  # mark retrieved: the body read reports it
+        if not content.is_eof() and content.exception() is None:
+            cause = protocol.exception()
+            content.set_exception(aiohttp.ClientPayloadError(f"connection closed mid-body: {cause}"))
+
+    def unwatch() -> None:
+        closed.remove_done_callback(on_closed)
+
+    closed.add_done_callback(on_closed)
+    return unwatch
+
+
+def _nothing() -> None:
+    return None
