@@ -9,12 +9,12 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Callable
-
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
+from typing import TYPE_CHECKING
 
 from webgather.runtime.stats import CrawlStats
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 __all__ = ["Progress"]
 
@@ -35,10 +35,14 @@ class Progress:
     async def run(self) -> None:
         if not self._enabled:
             return
-        console = Console(stderr=True)
-        if not console.is_terminal:
+        if not sys.stderr.isatty():
             await self._run_plain()
             return
+        from rich.console import Console  # rich costs 3.5 MB of RSS: only when there is a terminal
+        from rich.live import Live
+
+        console = Console(stderr=True)
+
         with Live(self._table(), console=console, refresh_per_second=4, transient=True) as live:
             while True:
                 await asyncio.sleep(self._interval_s)
@@ -65,6 +69,8 @@ class Progress:
         )
 
     def _table(self) -> Table:
+        from rich.table import Table
+
         f = self._frontier_stats()
         s = self._stats
         table = Table(title="webgather", show_header=False, expand=False)
