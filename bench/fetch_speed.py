@@ -3,8 +3,9 @@
 The server runs in a separate process (this script with ``--serve``; it prints
 its port), so the CPU time measured here is the client's alone: every request
 is a keep-alive GET of a small page, answered from memory. For context the same
-load runs through a bare aiohttp session (no resolver, caps, header capture or
-decoding): the difference is what the fetcher's own layer costs.
+load runs through HttpClient's aiohttp transport (``http_client = "aiohttp"``)
+and through a bare aiohttp session (no resolver, caps, header capture or
+decoding): what our own HTTP/1.1 transport saves, and what the layer costs.
 
     .venv/bin/python bench/fetch_speed.py --requests 20000 --concurrency 32
 
@@ -80,9 +81,9 @@ async def drive(fetch: Callable[[str], Awaitable[int]], url: str, requests: int,
     return {"cpu_us_per_fetch": 1e6 * cpu / requests, "fetches_per_s": requests / wall}
 
 
-async def run_webgather(url: str, requests: int, concurrency: int) -> dict[str, float]:
+async def run_webgather(url: str, requests: int, concurrency: int, transport: str) -> dict[str, float]:
     clock = SystemClock()
-    config = FetchConfig(concurrency=concurrency, connect_timeout_s=5.0, total_timeout_s=10.0)
+    config = FetchConfig(concurrency=concurrency, connect_timeout_s=5.0, total_timeout_s=10.0, http_client=transport)  # type: ignore[arg-type]
     resolver = Resolver(clock, static={"bench.web.test": "127.0.0.1"})
     async with HttpClient(config, resolver, clock) as client:
 
@@ -127,7 +128,8 @@ def main() -> int:
         report = {
             "requests": args.requests, "concurrency": args.concurrency,
             "body_bytes": args.body_bytes, "gzip": args.gzip, "loop": "uvloop",
-            "webgather": uvloop.run(run_webgather(url, args.requests, args.concurrency)),
+            "webgather": uvloop.run(run_webgather(url, args.requests, args.concurrency, "native")),
+            "webgather_via_aiohttp": uvloop.run(run_webgather(url, args.requests, args.concurrency, "aiohttp")),
             "bare_aiohttp": uvloop.run(run_bare_aiohttp(url, args.requests, args.concurrency)),
         }  # fmt: skip
     finally:

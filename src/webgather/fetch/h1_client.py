@@ -14,9 +14,10 @@ connection the server closed as we wrote is a ``reset`` like any other.
 The OS's exceptions are translated here, once, in :func:`_connect_errors`;
 the connection itself only raises :class:`FetchError` kinds.
 
-Measured against aiohttp's client in bench/vs_scrapy.py's crawl (README,
-"Benchmarks"): the same pages for less CPU per fetch, most of it the task,
-stream and timer objects aiohttp makes per request.
+Measured (2026-11-22, 2-core development machine): bench/fetch_speed.py, 4 KB
+pages over 32 keep-alive connections, 58 us CPU per fetch against 154 us for
+the aiohttp transport (and 90 us for a bare aiohttp session); in whole crawls
+(bench/node_ab.py) the node's CPU per page fell by 14 %.
 """
 
 from __future__ import annotations
