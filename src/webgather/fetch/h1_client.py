@@ -70,7 +70,7 @@ class NativeTransport:
 
     async def _connect(self, key: PoolKey, target: WireTarget, deadline: float) -> Connection:
         loop = asyncio.get_running_loop()
-        limit_s = min(self._config.connect_timeout_s, deadline - loop.time())
+        limit_s = max(0.0, min(self._config.connect_timeout_s, deadline - loop.time()))
         tls = self._tls_context() if target.scheme == "https" else None
         self._pool.busy += 1
         try:
