@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
 from typing import Any
@@ -14,6 +16,7 @@ from webgather.errors import StoreError
 from webgather.store.cdxj import cdxj_line, surt, timestamp14
 from webgather.store.crawllog import encode_entry
 from webgather.store.linklog import anchor_line
+from webgather.store.records import b32_160, sha1_digest
 
 any_text = st.text(st.characters(blacklist_categories=()), max_size=40)  # surrogates and controls included
 
@@ -68,3 +71,18 @@ def test_encode_entry_refuses_what_it_refused() -> None:
         with pytest.raises(StoreError, match="not JSON data"):
             encode_entry(bad)
     assert encode_entry({"url": "u"}) == '{"url":"u"}\n'  # the memo of the failed calls is not reused
+
+
+@given(st.binary(min_size=20, max_size=20))
+def test_b32_160_is_b32encode(digest: bytes) -> None:
+    assert b32_160(digest) == base64.b32encode(digest).decode("ascii")
+
+
+@pytest.mark.parametrize("digest", [b"", b"\x00" * 19, b"\xff" * 21, bytes(range(20)), b"\xff" * 20, b"\x00" * 20])
+def test_b32_160_edges_and_other_lengths(digest: bytes) -> None:
+    assert b32_160(digest) == base64.b32encode(digest).decode("ascii")
+
+
+@given(st.binary(max_size=300))
+def test_sha1_digest_is_the_warc_form(data: bytes) -> None:
+    assert sha1_digest(data) == "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode("ascii")
