@@ -10,17 +10,20 @@ own bytes), the cost the event loop pays per ArchiveWriter.submit_fetch, and
 optionally read_link_graph over a synthetic N-link log.
 
     .venv/bin/python bench/store_speed.py [--pages 3000] [--graph-links 25000000]
+        [--backends default] [--no-warcio] [--flush-every 0 4]
 """
 
 from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import random
 import shutil
 import tempfile
 import time
 import zlib
+from concurrent.futures import Future
 from pathlib import Path
 
 import numpy as np
@@ -32,7 +35,7 @@ from webgather.store import warc as warc_module
 from webgather.store.crawllog import CrawlLog
 from webgather.store.linklog import EDGE_DTYPE, LinkLog, read_link_graph
 from webgather.store.warc import Archive
-from webgather.store.writer import ArchiveWriter
+from webgather.store.writer import ArchiveWriter, _Job
 from webgather.urls import fingerprint, host_key
 
 DEFAULT_DEFLATER = gzmember._deflater
@@ -48,20 +51,20 @@ NAV = (
 def make_pages(count: int, seed: int = 1) -> list[tuple[FetchResult, dict[str, object], list[tuple[str, int, int, str, bool]]]]:
     rng = random.Random(seed)
     words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 10))) for _ in range(5000)]
-    zipf = [1.0 / (rank + 1) for rank in range(len(words))]
+    zipf = list(itertools.accumulate(1.0 / (rank + 1) for rank in range(len(words))))  # cum_weights: same draws, faster
     pages = []
     for i in range(count):
         host = f"h{i % 97}.example"
         url = f"http://{host}/p/{i}"
         links = []
-        parts = [f"<html><head><title>{' '.join(rng.choices(words, zipf, k=6))}</title>{NAV % host}</head><body>"]
+        parts = [f"<html><head><title>{' '.join(rng.choices(words, cum_weights=zipf, k=6))}</title>{NAV % host}</head><body>"]
         for j in range(LINKS_PER_PAGE):
             dst = f"http://h{(i + j * 7) % 97}.example/p/{rng.randrange(count * 10)}"
-            anchor = " ".join(rng.choices(words, zipf, k=3))
+            anchor = " ".join(rng.choices(words, cum_weights=zipf, k=3))
             links.append((dst, fingerprint(dst), fingerprint(host_key(dst)), anchor, False))
             parts.append(f'<li class="nav-item"><a class="link" href="{dst}">{anchor}</a></li>\n')
         while sum(map(len, parts)) < PAGE_BYTES - 200:
-            parts.append('<p class="text">' + " ".join(rng.choices(words, zipf, k=25)) + "</p>\n")
+            parts.append('<p class="text">' + " ".join(rng.choices(words, cum_weights=zipf, k=25)) + "</p>\n")
         body = ("".join(parts) + "</body></html>").encode()[:PAGE_BYTES]
         result = FetchResult(
             url=url, started_at=1.7e9 + i, elapsed_s=0.05, status=200, reason="OK",
@@ -122,14 +125,27 @@ def bench_warcio(pages: list) -> tuple[float, float]:
     return time.perf_counter() - wall0, time.thread_time() - cpu0
 
 
-def bench_writer(pages: list, out: Path) -> tuple[float, float, float]:
+def bench_writer(pages: list, out: Path, flush_every: int = 0) -> tuple[float, float, float, float]:
+    """Submit every page; ``flush_every`` > 0 also queues a flush job (without
+    waiting for it) after every that many pages, as WriterPort's coalesced
+    flushes do in a crawl. Returns wall s, the submitter's CPU, the writer
+    thread's own CPU (its thread clock, read before close) and full-queue waits."""
     writer = ArchiveWriter.open(out, "bench", StoreConfig(), queue_max_items=1024)
-    wall0, cpu0 = time.perf_counter(), time.thread_time()
-    for result, entry, page_links in pages:
+    clock = time.pthread_getcpuclockid(writer._thread.ident or 0)
+    wall0, cpu0, thread0 = time.perf_counter(), time.thread_time(), time.clock_gettime(clock)
+    flushes = []
+    for n, (result, entry, page_links) in enumerate(pages, 1):
         writer.submit_fetch(result, entry, page_links)
+        if flush_every and n % flush_every == 0:
+            done: Future[None] = Future()
+            writer._put(_Job("flush", done=done))
+            flushes.append(done)
     submit_cpu = time.thread_time() - cpu0
+    writer.flush()
+    thread_cpu = time.clock_gettime(clock) - thread0
     writer.close()
-    return time.perf_counter() - wall0, submit_cpu, writer.stats().full_queue_waits
+    assert all(f.done() for f in flushes)
+    return time.perf_counter() - wall0, submit_cpu, thread_cpu, writer.stats().full_queue_waits
 
 
 def bench_graph(n_links: int, out: Path) -> None:
@@ -158,22 +174,30 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pages", type=int, default=3000)
     parser.add_argument("--graph-links", type=int, default=0)
+    parser.add_argument("--backends", default="zlib-1,zlib-6,default", help="direct runs, comma-separated")
+    parser.add_argument("--no-warcio", action="store_true", help="skip the warcio comparison")
+    parser.add_argument("--flush-every", type=int, nargs="*", default=[0],
+                        help="ArchiveWriter runs: 0 = no flush jobs, N = a flush job after every N pages")
     args = parser.parse_args()
     pages = make_pages(args.pages)
     body_bytes = sum(len(p[0].raw_body) for p in pages) / len(pages)
     print(f"{args.pages} pages of {body_bytes / 1024:.1f} KiB, {LINKS_PER_PAGE} links each")
     root = Path(tempfile.mkdtemp(prefix="store-bench-"))
     try:
-        for backend in ("zlib-1", "zlib-6", "default"):
+        for backend in args.backends.split(","):
             name = use_deflate(backend)
             wall, cpu, size = bench_direct(pages, root / backend)
             print(f"direct, {name}: {len(pages) / wall:,.0f} pages/s, {cpu / len(pages) * 1e6:,.0f} CPU us/page, "
                   f"WARC {size / len(pages) / 1024:.1f} KiB/page")
-        wall, cpu = bench_warcio(pages)
-        print(f"warcio WARCWriter (records only, no logs): {len(pages) / wall:,.0f} pages/s, {cpu / len(pages) * 1e6:,.0f} CPU us/page")
-        wall, submit_cpu, waits = bench_writer(pages, root / "writer")
-        print(f"ArchiveWriter (thread): {len(pages) / wall:,.0f} pages/s end to end, caller pays "
-              f"{submit_cpu / len(pages) * 1e6:,.1f} CPU us/submit, {waits} full-queue waits")
+        if not args.no_warcio:
+            wall, cpu = bench_warcio(pages)
+            print(f"warcio WARCWriter (records only, no logs): {len(pages) / wall:,.0f} pages/s, {cpu / len(pages) * 1e6:,.0f} CPU us/page")
+        for flush_every in args.flush_every:
+            label = f", a flush every {flush_every} pages" if flush_every else ""
+            wall, submit_cpu, thread_cpu, waits = bench_writer(pages, root / f"writer{flush_every}", flush_every)
+            print(f"ArchiveWriter (thread{label}): {len(pages) / wall:,.0f} pages/s end to end, "
+                  f"writer thread {thread_cpu / len(pages) * 1e6:,.0f} CPU us/page, caller pays "
+                  f"{submit_cpu / len(pages) * 1e6:,.1f} CPU us/submit, {waits} full-queue waits")
         if args.graph_links:
             (root / "graph").mkdir()
             bench_graph(args.graph_links, root / "graph")

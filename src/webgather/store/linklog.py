@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
@@ -23,11 +24,13 @@ from webgather.errors import CorruptState, StoreError
 from webgather.linkgraph import LinkGraph
 from webgather.store.gzmember import gzip_unit, iter_members, scan_units
 
-__all__ = ["ANCHORS_NAME", "EDGE_DTYPE", "LINKS_NAME", "Link", "LinkLog", "read_anchors", "read_edges", "read_link_graph"]
+__all__ = ["ANCHORS_NAME", "EDGE_DTYPE", "LINKS_NAME", "Link", "LinkLog", "anchor_line", "read_anchors", "read_edges", "read_link_graph"]
 
 LINKS_NAME = "links.bin"
 ANCHORS_NAME = "anchors.jsonl.gz"
 EDGE_DTYPE = np.dtype([("src", "<u8"), ("dst", "<u8"), ("src_host", "<u8"), ("dst_host", "<u8")])
+_json_str = encode_basestring_ascii
+"""A str as a JSON string literal, as json.dumps writes it (ensure_ascii)."""
 Link = tuple[str, int, int, str, bool]
 """(dst_url, dst_fp, dst_host_fp, anchor_text, nofollow)."""
 
@@ -71,9 +74,8 @@ class LinkLog:
             raise StoreError("the link log is closed")
         rows = [(src_fp, dst_fp, src_host_fp, host_fp) for _, dst_fp, host_fp, _, nofollow in links if not nofollow]
         self._edge_rows += rows
-        anchors = [[url, text, bool(nofollow)] for url, _, _, text, nofollow in links]
         try:
-            self._anchor_lines.append(json.dumps({"url": src_url, "links": anchors}, separators=(",", ":")) + "\n")
+            self._anchor_lines.append(anchor_line(src_url, links))
         except (TypeError, ValueError) as exc:
             del self._edge_rows[len(self._edge_rows) - len(rows) :]
             raise StoreError(f"links of {src_url!r} are not JSON data: {exc}") from None
@@ -116,6 +118,24 @@ class LinkLog:
         except OSError as exc:
             os.ftruncate(fd, size)
             raise StoreError(f"cannot write {self.directory / name}: {exc.strerror}") from exc
+
+
+def anchor_line(src_url: str, links: Sequence[Link]) -> str:
+    """``{"url": src_url, "links": [[dst_url, anchor, nofollow], ...]}`` as
+    ``json.dumps(..., separators=(",", ":"))`` writes it, plus a newline.
+
+    Built by hand from json's own string escaper when the URLs and anchors are
+    str (22 -> 11 us for 25 links, bench/store_speed.py's pages); anything
+    else goes through json.dumps, so it is encoded (or refused) as before.
+    """
+    try:
+        body = ",".join(
+            [f"[{_json_str(url)},{_json_str(text)},{'true' if nofollow else 'false'}]" for url, _, _, text, nofollow in links]
+        )
+        return f'{{"url":{_json_str(src_url)},"links":[{body}]}}\n'
+    except TypeError:
+        anchors = [[url, text, bool(nofollow)] for url, _, _, text, nofollow in links]
+        return json.dumps({"url": src_url, "links": anchors}, separators=(",", ":")) + "\n"
 
 
 def read_edges(path: Path) -> np.ndarray:

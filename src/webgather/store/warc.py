@@ -88,9 +88,11 @@ class Archive:
         self._fd: int | None = None
         self._size = 0
         self._name = ""
+        self._path = warc_dir  # the open file's path (for error messages; built once a file, not once a write)
         self._has_records = False
         self._warcinfo_id: str | None = None
-        self._index_fd = _open_append(warc_dir / INDEX_NAME)
+        self._index_path = warc_dir / INDEX_NAME
+        self._index_fd = _open_append(self._index_path)
 
     @classmethod
     def open(
@@ -165,7 +167,7 @@ class Archive:
         unit, length = self._encode((first.data,) if request is None else (first.data, request.data))
         digest = first.payload_digest or ""
         line = cdxj_line(result.url, first.date, mime, result.status, digest, length, self._size, self._name)
-        _write_all(self._index_fd, line.encode("utf-8", "surrogateescape"), self.warc_dir / INDEX_NAME)
+        _write_all(self._index_fd, line.encode("utf-8", "surrogateescape"), self._index_path)
         ref = ArchiveRef(self._name, self._size, length, first.record_id, digest, first.date, result.url)
         self._append(unit)
         self._has_records = True
@@ -180,7 +182,7 @@ class Archive:
 
     def _append(self, unit: bytes) -> None:
         assert self._fd is not None
-        _write_all(self._fd, unit, self.warc_dir / self._name, truncate_to=self._size)
+        _write_all(self._fd, unit, self._path, truncate_to=self._size)
         self._size += len(unit)
 
     def _ensure_file(self, date: str) -> None:
@@ -198,7 +200,7 @@ class Archive:
         except OSError as exc:
             raise StoreError(f"cannot create {path}: {exc.strerror}") from exc
         self._seq += 1
-        self._name, self._size, self._has_records = name, 0, False
+        self._name, self._path, self._size, self._has_records = name, path, 0, False
         self._warcinfo_id = self._ids()
         info = records.warcinfo_record(self._warcinfo_id, date, name, _warcinfo_fields(self.node))
         self._append(self._encode((info.data,))[0])
