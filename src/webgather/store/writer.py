@@ -15,6 +15,13 @@ error in the thread is kept and raised as :class:`StoreError` by the next
 off the queue (dropping them) so no caller blocks forever on a dead writer.
 Logs are flushed every N entries, on :meth:`drain`/:meth:`flush`, and when
 no item arrived for ``idle_flush_s``.
+
+Submits made on a running event loop are handed to the thread together, once
+per loop iteration (``call_soon``): each put that finds the thread waiting
+wakes it, and on the shared CPU the wake-up preempts the loop only for the
+thread to block on the GIL the loop holds. One hand-over per iteration instead
+of one per page cut the crawler's CPU per page by 4-9 % (two 5-round runs of
+bench/node_ab.py; lower in each of the 10 pairs).
 """
 
 from __future__ import annotations
@@ -88,6 +95,8 @@ class ArchiveWriter:
         self._queue: queue.SimpleQueue[_Job] = queue.SimpleQueue()
         self._max_items = queue_max_items
         self._room_wanted = False
+        self._pending: list[_Job] | None = None
+        self._pending_lock = threading.Lock()
         self._idle_flush_s = idle_flush_s
         self._room = threading.Event()
         self._error: BaseException | None = None
@@ -184,6 +193,8 @@ class ArchiveWriter:
 
     async def wait_for_room(self) -> None:
         """Return once a submit would not block (the queue has room)."""
+        if self._full():
+            self._hand_over()
         while self._full():
             self._check()
             await asyncio.to_thread(self._wait_room)
@@ -198,7 +209,9 @@ class ArchiveWriter:
     def flush(self) -> None:
         """Blocking :meth:`drain` (for threads and shutdown code)."""
         done: Future[None] = Future()
+        self._hand_over()  # what the loop submitted before this flush goes first
         self._put(_Job("flush", done=done))
+        self._hand_over()  # the loop may be this thread, blocked below
         done.result()
         self._check()
 
@@ -206,6 +219,7 @@ class ArchiveWriter:
         """Write everything, close the files and stop the thread. Idempotent."""
         if not self._closed:
             self._closed = True
+            self._hand_over()
             self._queue.put(_Job("stop"))
             self._thread.join()
         self._check()
@@ -220,10 +234,11 @@ class ArchiveWriter:
             raise StoreError("the archive writer is closed")
         if self._full():
             self._counts["full_queue_waits"] += 1
+            self._hand_over()
             while self._full():
                 self._check()
                 self._wait_room()
-        self._queue.put(job)
+        self._enqueue(job)
 
     async def _put_async(self, job: _Job) -> None:
         self._check()
@@ -232,7 +247,26 @@ class ArchiveWriter:
         if self._full():
             self._counts["full_queue_waits"] += 1
             await self.wait_for_room()
-        self._queue.put(job)
+        self._enqueue(job)
+
+    def _enqueue(self, job: _Job) -> None:
+        with self._pending_lock:
+            if self._pending is not None:
+                self._pending.append(job)
+                return
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # a plain thread: straight to the writer
+                self._queue.put(job)
+                return
+            self._pending = [job]
+            loop.call_soon(self._hand_over)
+
+    def _hand_over(self) -> None:
+        with self._pending_lock:  # puts under the lock too: batches reach the thread in order
+            batch, self._pending = self._pending, None
+            for job in batch or ():
+                self._queue.put(job)
 
     def _check(self) -> None:
         if self._error is not None:
@@ -240,7 +274,7 @@ class ArchiveWriter:
 
     def _full(self) -> bool:
         """A soft bound: two submitters may both see room and pass it by one."""
-        return self._queue.qsize() >= self._max_items
+        return self._queue.qsize() + len(self._pending or ()) >= self._max_items
 
     def _wait_room(self) -> None:
         # Wanted before the check: a get after the check sees it and sets the event.

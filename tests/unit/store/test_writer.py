@@ -83,9 +83,10 @@ async def test_a_full_queue_blocks_and_wait_for_room_waits(tmp_path: Path) -> No
         gate.wait(5)
 
     writer.submit_fetch(page(), {"url": "http://example.com/a"}, None, on_ref=hold)
+    await asyncio.sleep(0)  # submits on a loop reach the thread when the loop turns
     assert entered.wait(5)
     writer.submit_log({"url": "1"})
-    writer.submit_log({"url": "2"})  # the queue (2) is now full while the thread is held
+    writer.submit_log({"url": "2"})  # the bound (2) is now reached while the thread is held
     submitted = threading.Event()
     blocked = threading.Thread(target=lambda: (writer.submit_log({"url": "3"}), submitted.set()))
     blocked.start()
@@ -157,3 +158,29 @@ async def test_awaitable_write_returns_the_ref_and_raises_on_failure(tmp_path: P
         writer.close()
     with pytest.raises(StoreError):
         await writer.drain()
+
+
+async def test_submits_of_one_loop_iteration_reach_the_thread_together_and_in_order(tmp_path: Path) -> None:
+    writer = ArchiveWriter.open(tmp_path, "n1", StoreConfig())
+    urls = [f"http://example.com/{i}" for i in range(20)]
+    for url in urls[:10]:
+        writer.submit_log({"url": url})
+    assert writer._queue.qsize() == 0 and len(writer._pending or ()) == 10  # held until the loop turns
+    await asyncio.sleep(0)
+    assert writer._pending is None
+    for url in urls[10:]:
+        writer.submit_log({"url": url})
+    writer.flush()  # blocking, on the loop's own thread: hands the held ones over first
+    assert [e["url"] for e in read_crawl_log(tmp_path / "crawl.log.jsonl")] == urls
+    writer.submit_log({"url": "http://example.com/last"})
+    writer.close()  # also hands over what the loop holds
+    assert [e["url"] for e in read_crawl_log(tmp_path / "crawl.log.jsonl")][-1] == "http://example.com/last"
+
+
+async def test_held_submits_count_against_the_bound(tmp_path: Path) -> None:
+    writer = ArchiveWriter.open(tmp_path, "n1", StoreConfig(), queue_max_items=4)
+    for i in range(12):  # past the bound within one iteration: handed over, then backpressure
+        writer.submit_log({"url": f"http://example.com/{i}"})
+    await writer.drain()
+    writer.close()
+    assert len(list(read_crawl_log(tmp_path / "crawl.log.jsonl"))) == 12
