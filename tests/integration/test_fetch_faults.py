@@ -573,3 +573,21 @@ async def test_https_with_sni_and_certificate_checks(self_signed: tuple[str, str
         assert (r.status, r.error) == (None, "connect") and "certificate" in r.error_detail.lower()
     else:
         assert (r.status, r.error, r.body) == (200, None, PAGE)
+
+
+async def trickle(w: Writer) -> bool:
+    body = b"".join(b"%x;x=1\r\n%s\r\n" % (len(p), p) for p in (PAGE[:7], PAGE[7:])) + b"0\r\nX-T: 1\r\n\r\n"
+    raw = head("200 OK", [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")]) + body
+    for at in range(0, len(raw), 3):  # three bytes a write: every boundary falls mid-line somewhere
+        w.write(raw[at : at + 3])
+        await w.drain()
+        await asyncio.sleep(0)
+    return True
+
+
+async def test_a_response_trickling_in_small_pieces_is_read_whole(server: RawServer, client: HttpClient) -> None:
+    server.routes["/trickle"] = trickle
+    for _ in range(2):  # and the connection is reused after it
+        r = await client.fetch(server.url("/trickle"))
+        assert (r.status, r.error, r.body) == (200, None, PAGE)
+    assert server.connections == 1
