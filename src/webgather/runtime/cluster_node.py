@@ -266,13 +266,21 @@ class ClusterNode:
                 print(f"webgather node {self.node_id}: backend unavailable, {self.permits.held - self._used()} "
                       "unused page permits not given back", file=sys.stderr)
 
-    def _beat_interval_s(self) -> float:
-        # idle: the crawl may be ending, and its end takes two waves of beats and ticks
-        return min(self.cfg.heartbeat_s, IDLE_BEAT_S) if self.idle() else self.cfg.heartbeat_s
+    async def _beat_wait(self) -> None:
+        """``heartbeat_s``, cut short once the node is idle (looked at every ``IDLE_BEAT_S``): the
+        crawl may be ending, its end takes two waves of beats and ticks, and a node waiting out
+        a whole beat after its last page held the end of a 2-worker crawl back by up to 0.5 s."""
+        waited = 0.0
+        while waited < self.cfg.heartbeat_s and not self._closing:
+            step = min(IDLE_BEAT_S, self.cfg.heartbeat_s - waited)
+            await asyncio.sleep(step)
+            waited += step
+            if self.idle():
+                return
 
     async def _beat_loop(self) -> None:
         while not self._closing:
-            await asyncio.sleep(self._beat_interval_s())
+            await self._beat_wait()
             try:
                 await self._beat()
             except BackendUnavailable as exc:
@@ -291,7 +299,7 @@ class ClusterNode:
                     await self.coordinating.tick()
             except BackendUnavailable as exc:
                 self._backend_failed(exc)
-            await asyncio.sleep(self._beat_interval_s())
+            await self._beat_wait()
 
     def _backend_failed(self, exc: BackendUnavailable) -> None:
         """Every loop reports here; one line per outage (the loops keep retrying)."""
