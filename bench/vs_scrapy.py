@@ -379,16 +379,18 @@ def report(crawlers: list[Crawler], header: list[str]) -> str:
 
 def _ratios(name: str, table: dict[str, dict[str, float]]) -> list[str]:
     wg, out = table[name], []
+    one_node = name == "webgather"  # the targets: >= 10x one node, >= 16x with --workers 2
     if "scrapy" in table:
         s = table["scrapy"]
         speed, rss = wg["pages_per_s"] / s["pages_per_s"], wg["peak_rss_mib"] / s["peak_rss_mib"]
-        out.append(f"  {name + '/scrapy':<20} pages/s {speed:6.2f}x (target >= 10)   "
+        out.append(f"  {name + '/scrapy':<20} pages/s {speed:6.2f}x (target >= {10 if one_node else 16})   "
                    f"peak RSS {rss:5.2f}x (target <= 0.33)   CPU/page {wg['cpu_ms_per_page'] / s['cpu_ms_per_page']:5.3f}x")
     if "lean" in table:
         lean = table["lean"]
         out.append(f"  {name + '/lean':<20} pages/s {wg['pages_per_s'] / lean['pages_per_s']:6.2f}x"
                    f"                                          "
-                   f"CPU/page {wg['cpu_ms_per_page'] / lean['cpu_ms_per_page']:5.3f}x (target <= 1.3)")
+                   f"CPU/page {wg['cpu_ms_per_page'] / lean['cpu_ms_per_page']:5.3f}x"
+                   + (" (target <= 1.3)" if one_node else ""))
     return out
 
 
