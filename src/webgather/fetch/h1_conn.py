@@ -112,19 +112,20 @@ class Connection(asyncio.Protocol):
 
     def _read_head(self, data: bytes) -> None:
         buffer = self._buffer + data if self._buffer else data
-        end = h1.head_end(buffer)
-        if end < 0:
-            if len(buffer) > h1.MAX_HEAD_BYTES:
-                raise ProtocolViolation("response head over 64 KiB")
-            self._buffer = buffer
-            return
-        self._buffer = b""
-        head = h1.parse_head(buffer[:end])
-        if head.status < 200:  # 100 Continue, 103 Early Hints: a final response follows
-            if head.status == 101:
+        while True:
+            end = h1.head_end(buffer)
+            if end < 0:
+                if len(buffer) > h1.MAX_HEAD_BYTES:
+                    raise ProtocolViolation("response head over 64 KiB")
+                self._buffer = buffer
+                return
+            head = h1.parse_head(buffer[:end])
+            if head.status >= 200:
+                break
+            if head.status == 101:  # 100 Continue, 103 Early Hints: a final response follows
                 raise ProtocolViolation("101 Switching Protocols to a request that asked for none")
-            self._read_head(buffer[end:])
-            return
+            buffer = buffer[end:]
+        self._buffer = b""
         self._head = head
         assert self._sink is not None
         self._sink.on_head(head)
