@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+from webgather.cluster.mapping import bucket_of, initial
 from webgather.config import CrawlConfig, RecrawlConfig
 from webgather.runtime.clock import SystemClock
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import FaultRates, WebParams, crawl_config_for
 from webgather.testweb.server import TestWebServer
+from webgather.urls import host_key
 
 from node_crawl_helpers import crawl_config, write_resolve
 
@@ -54,3 +59,27 @@ def changing_web(**overrides: object) -> WebModel:
 def recrawl_config(server: TestWebServer, tmp_path: Path, **recrawl: object) -> CrawlConfig:
     config = crawl_config(crawl_config_for(server.model.params), tmp_path / "out", write_resolve(server, tmp_path))
     return dataclasses.replace(config, recrawl=dataclasses.replace(RecrawlConfig(cycle_s=HOUR), **recrawl))  # type: ignore[arg-type]
+
+
+@asynccontextmanager
+async def split_server(model: WebModel, clock: JumpClock | None, nodes: Sequence[str], at_least: int,
+                       n_buckets: int) -> AsyncIterator[TestWebServer]:
+    """A running server whose port puts ``at_least`` hosts in each node's buckets (initial table).
+
+    Host keys carry the port, which is random: with a handful of hosts one node got one host or
+    none in a few runs in a hundred, and then had too little to crawl for the test to mean anything."""
+    table = initial(list(nodes), n_buckets)
+    for _ in range(100):
+        server = TestWebServer(model, clock=clock) if clock is not None else TestWebServer(model)
+        await server.start()
+        hosts = (host_key(server.home_url(i)) for i in range(model.hosts.n_hosts))
+        owners = Counter(table.owner(bucket_of(key, n_buckets)) for key in hosts)
+        if all(owners[node] >= at_least for node in nodes):
+            break
+        await server.close()
+    else:
+        raise AssertionError("no port split the hosts")
+    try:
+        yield server
+    finally:
+        await server.close()

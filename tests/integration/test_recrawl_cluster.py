@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
-from collections import Counter
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,12 +23,11 @@ from webgather.recrawl.state import UrlState
 from webgather.runtime.cluster_crawl import run_cluster_node, start_cycle
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.testweb.closure import crawl_outcomes
-from webgather.testweb.graph import WebModel
 from webgather.testweb.server import TestWebServer
 from webgather.urls import host_key
 
 from node_crawl_helpers import verify_warcs
-from recrawl_web import HOUR, T0, JumpClock, changing_web, recrawl_config
+from recrawl_web import HOUR, T0, JumpClock, changing_web, recrawl_config, split_server
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "cluster"))
 from cluster_crawl_helpers import duplicates, fetch_entries  # noqa: E402
@@ -59,33 +56,11 @@ def _since(out: Path, t: float) -> list[dict[str, Any]]:
     return [e for e in fetch_entries(out) if float(e["fetched_at"]) >= t - 1.0]
 
 
-@asynccontextmanager
-async def _split_server(model: WebModel, clock: JumpClock, nodes: Sequence[str], at_least: int) -> AsyncIterator[TestWebServer]:
-    """A running server whose port puts ``at_least`` hosts in each node's buckets.
-
-    Host keys carry the port, which is random: on 8 hosts one node got one host or none in
-    about one run in twenty, and then had too little to revisit for the test to mean anything."""
-    table = initial(list(nodes), M)
-    for _ in range(100):
-        server = TestWebServer(model, clock=clock)
-        await server.start()
-        owners = Counter(table.owner(bucket_of(host_key(server.home_url(i)), M)) for i in range(model.hosts.n_hosts))
-        if all(owners[node] >= at_least for node in nodes):
-            break
-        await server.close()
-    else:
-        raise AssertionError("no port split the hosts")
-    try:
-        yield server
-    finally:
-        await server.close()
-
-
 async def test_two_nodes_recrawl_their_own_buckets_once_per_cycle(tmp_path: Path) -> None:
     model = changing_web(n_hosts=8, mean_pages_per_host=6)
     clock = JumpClock(T0 + 60)
     owner = initial(["a", "b"], M)
-    async with _split_server(model, clock, ["a", "b"], 3) as server:
+    async with split_server(model, clock, ["a", "b"], 3, M) as server:
         config = _cluster(recrawl_config(server, tmp_path), policy="uniform")
         out, seeds, hub = Path(config.out_dir), [server.home_url(0)], InProcessHub(M, clock)
         first = await _cycle(hub, config, seeds, ["a", "b"], clock)
@@ -136,7 +111,7 @@ async def test_a_bucket_handed_over_mid_cycle_takes_its_recrawl_rows(tmp_path: P
     clock = JumpClock(T0 + 60)
     nodes = ["a", "b", "c"]
     c_buckets = set(initial(nodes, M).buckets_of("c"))
-    async with _split_server(model, clock, nodes, 2) as server:  # c had no host in ~4 % of runs
+    async with split_server(model, clock, nodes, 2, M) as server:  # c had no host in ~4 % of runs
         config = _cluster(recrawl_config(server, tmp_path), policy="uniform")
         config = dataclasses.replace(config, politeness=dataclasses.replace(config.politeness, min_delay_s=0.15))
         out, hub = Path(config.out_dir), InProcessHub(M, clock)

@@ -13,7 +13,7 @@ from webgather.recrawl.cycle import state_path
 from webgather.recrawl.state import UrlState
 from webgather.testweb.server import TestWebServer
 
-from recrawl_web import changing_web, recrawl_config
+from recrawl_web import changing_web, recrawl_config, split_server
 
 
 async def _run(*args: str, timeout_s: float = 60.0) -> tuple[int, str, str]:
@@ -49,7 +49,7 @@ def _config_file(server: TestWebServer, tmp_path: Path) -> Path:
 async def test_recrawl_dir_of_a_two_worker_crawl_revisits_every_page_with_two_workers(tmp_path: Path) -> None:
     model = changing_web(n_hosts=6, mean_pages_per_host=5, change_mix=((None, 1.0),), dying_share=0.0)
     out = tmp_path / "out"
-    async with TestWebServer(model) as server:
+    async with split_server(model, None, ["w0", "w1"], 2, 64) as server:  # both workers get pages
         config_file = _config_file(server, tmp_path)
         code, _, stderr = await _run("crawl", server.home_url(0), "--out", str(out), "--config", str(config_file),
                                      "--no-progress", "--workers", "2")
