@@ -88,10 +88,8 @@ class NativeTransport:
     def _tls_context(self) -> ssl.SSLContext:
         # made on the first https URL: loading the CA store costs ~2 MB and ~80 ms
         if self._tls is None:
-            if self._verify_tls:
-                self._tls = ssl.create_default_context()
-            else:
-                self._tls = ssl.create_default_context()
+            self._tls = ssl.create_default_context()
+            if not self._verify_tls:
                 self._tls.check_hostname = False
                 self._tls.verify_mode = ssl.CERT_NONE
         return self._tls
