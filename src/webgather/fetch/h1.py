@@ -74,8 +74,9 @@ def parse_head(raw: bytes) -> ResponseHead:
         raise ProtocolViolation(f"unsupported status line: {_show(status_line)}")
     headers = _fields(lines[1:])
     reason = (match[4] or b"").decode("utf-8", "surrogateescape").strip()
-    framing, length, reusable = _framing(status, headers)
-    keep_alive = reusable and _persistent(minor, headers)
+    fields = _framing_fields(headers)
+    framing, length, reusable = _framing(status, fields)
+    keep_alive = reusable and _persistent(minor, fields)
     return ResponseHead(status, reason, f"1.{minor}", headers, framing, length, keep_alive)
 
 
@@ -99,18 +100,28 @@ def _fields(lines: list[bytes]) -> Headers:
     return tuple((_text(name), _text(value)) for name, value in fields)
 
 
-def _framing(status: int, headers: Headers) -> tuple[str, int, bool]:
+def _framing_fields(headers: Headers) -> dict[str, list[str]]:
+    """The values of the fields that decide framing and persistence, by lower-case name (one pass)."""
+    fields: dict[str, list[str]] = {"transfer-encoding": [], "content-length": [], "connection": []}
+    for name, value in headers:
+        values = fields.get(name.lower())
+        if values is not None:
+            values.append(value)
+    return fields
+
+
+def _framing(status: int, fields: dict[str, list[str]]) -> tuple[str, int, bool]:
     """(framing, length, reusable-as-far-as-framing-goes) by RFC 9112 section 6.3."""
     if status < 200 or status in (204, 304):
         return NO_BODY, 0, True
-    codings = [v for k, v in headers if k.lower() == "transfer-encoding"]
+    codings = fields["transfer-encoding"]
     if codings:
         last = ",".join(codings).rsplit(",", 1)[-1].strip().lower()
         # with Content-Length too, the message is suspect: read it, then close
         if last == "chunked":
-            return CHUNKED, 0, not _values(headers, "content-length")
+            return CHUNKED, 0, not fields["content-length"]
         return UNTIL_CLOSE, 0, False
-    lengths = {v.strip() for value in _values(headers, "content-length") for v in value.split(",")}
+    lengths = {v.strip() for value in fields["content-length"] for v in value.split(",")}
     if not lengths:
         return UNTIL_CLOSE, 0, False
     if len(lengths) > 1 or not all(v.isdigit() and v.isascii() for v in lengths):
@@ -119,15 +130,11 @@ def _framing(status: int, headers: Headers) -> tuple[str, int, bool]:
     return (LENGTH, length, True) if length else (NO_BODY, 0, True)
 
 
-def _persistent(minor: int, headers: Headers) -> bool:
-    tokens = {t.strip().lower() for value in _values(headers, "connection") for t in value.split(",")}
+def _persistent(minor: int, fields: dict[str, list[str]]) -> bool:
+    tokens = {t.strip().lower() for value in fields["connection"] for t in value.split(",")}
     if "close" in tokens:
         return False
     return minor >= 1 or "keep-alive" in tokens
-
-
-def _values(headers: Headers, lower_name: str) -> list[str]:
-    return [v for k, v in headers if k.lower() == lower_name]
 
 
 class Chunked:

@@ -37,7 +37,7 @@ from typing import Protocol
 from webgather.config import FetchConfig
 from webgather.errors import ConnectFailed, FetchError
 from webgather.fetch.decode import ACCEPT_ENCODING, decode_body
-from webgather.fetch.model import FetchResult, Headers
+from webgather.fetch.model import FetchResult, Headers, first_header
 from webgather.fetch.request import Draft, WireTarget, as_sent, extra_headers, wire_target
 from webgather.fetch.resolver import Resolver
 from webgather.runtime.clock import Clock
@@ -101,7 +101,7 @@ class HttpClient:
             extra = extra_headers(headers)
             draft.request_headers = as_sent(target, self._base_headers, extra)
             await self._open().exchange(target, extra, draft)
-            encoding = next((v for k, v in draft.response_headers if k.lower() == "content-encoding"), None)
+            encoding = first_header(draft.response_headers, "Content-Encoding")
             draft.body = decode_body(draft.raw(), encoding, self._config.max_decoded_bytes)
         except FetchError as exc:
             draft.fail(exc)

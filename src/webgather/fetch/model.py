@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["FetchResult", "Headers"]
+__all__ = ["FetchResult", "Headers", "first_header"]
 
 Headers = tuple[tuple[str, str], ...]
 """HTTP header fields in wire order, names as sent."""
@@ -42,14 +42,19 @@ class FetchResult:
 
     def header(self, name: str) -> str | None:
         """First response header ``name`` (case-insensitive), or None."""
-        lower = name.lower()
-        for key, value in self.response_headers:
-            if key.lower() == lower:
-                return value
-        return None
+        return first_header(self.response_headers, name)
 
     @property
     def content_type(self) -> str:
         """Media type without parameters, lower-case; "" when absent."""
         value = self.header("Content-Type") or ""
         return value.partition(";")[0].strip().lower()
+
+
+def first_header(headers: Headers, name: str) -> str | None:
+    """The first value of header ``name`` (case-insensitive) in ``headers``, or None."""
+    lower = name.lower()
+    for key, value in headers:
+        if key.lower() == lower:
+            return value
+    return None
