@@ -1,31 +1,12 @@
-"""Typed, layered, frozen crawl configuration.
-
-One place holds every default (the dataclasses below, one docstring per field).
-Precedence is data, lowest first: defaults < TOML file < ``WEBGATHER_*``
-environment < command line (:data:`PRECEDENCE`). Values are validated when
-loaded and the result is frozen before the crawl starts. Limits carry their
-unit in their name (``_s`` seconds, ``_bytes``).
-
-A TOML file mirrors the sections: ``[fetch] concurrency = 256``. An environment
-variable names section and field: ``WEBGATHER_FETCH__CONCURRENCY=256``.
-"""
+"""The configuration's sections: every default, one docstring per field."""
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import tomllib
-import types
-import typing
-from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal
-
-from webgather.errors import ConfigError
+from typing import Literal
 
 __all__ = [
-    "PRECEDENCE",
+    "DEFAULT_USER_AGENT",
     "ClusterConfig",
     "CrawlConfig",
     "FetchConfig",
@@ -35,11 +16,8 @@ __all__ = [
     "RobotsConfig",
     "ScopeConfig",
     "StoreConfig",
-    "load",
-    "to_toml",
 ]
 
-PRECEDENCE = ("defaults", "file", "env", "cli")
 DEFAULT_USER_AGENT = "webgather/0.1 (+https://github.com/webgather/webgather)"
 
 
@@ -216,179 +194,3 @@ class CrawlConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     recrawl: RecrawlConfig = field(default_factory=RecrawlConfig)
-
-
-def load(
-    file: str | Path | None = None,
-    env: Mapping[str, str] | None = None,
-    cli: Mapping[str, Any] | None = None,
-) -> CrawlConfig:
-    """Merge the layers of :data:`PRECEDENCE` into one validated, frozen config.
-
-    ``cli`` maps dotted names (``"fetch.concurrency"``) or top-level names to
-    values; ``None`` values mean "not given" and are skipped.
-    """
-    layers: list[dict[str, Any]] = []
-    if file is not None:
-        layers.append(_flatten(_read_toml(Path(file))))
-    layers.append(_from_env(os.environ if env is None else env))
-    layers.append({k: v for k, v in (cli or {}).items() if v is not None})
-    merged: dict[str, Any] = {}
-    for layer in layers:
-        merged.update(layer)
-    config: CrawlConfig = _build(CrawlConfig, merged, "")
-    _validate(config)
-    return config
-
-
-def to_toml(config: CrawlConfig) -> str:
-    """The config as a TOML file that :func:`load` reads back to an equal config."""
-    top: list[str] = []
-    sections: list[str] = []
-    for f in dataclasses.fields(config):
-        value = getattr(config, f.name)
-        if dataclasses.is_dataclass(value):
-            body = [_toml_line(g.name, getattr(value, g.name)) for g in dataclasses.fields(value)]
-            sections.append(f"[{f.name}]\n" + "".join(line for line in body if line))
-        else:
-            top.append(_toml_line(f.name, value))
-    return "".join(line for line in top if line) + "\n" + "\n".join(sections)
-
-
-def _toml_line(name: str, value: Any) -> str:
-    if value is None:
-        return ""  # absent means the default None
-    if isinstance(value, bool):
-        return f"{name} = {'true' if value else 'false'}\n"
-    if isinstance(value, (int, float)):
-        return f"{name} = {value!r}\n"
-    if isinstance(value, tuple):
-        return f"{name} = [{', '.join(_toml_string(str(v)) for v in value)}]\n"
-    return f"{name} = {_toml_string(str(value))}\n"
-
-
-def _toml_string(text: str) -> str:
-    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{escaped}"'
-
-
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
-
-
-def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}".replace("-", "_")
-        if isinstance(value, Mapping):
-            flat.update(_flatten(value, name + "."))
-        else:
-            flat[name] = value
-    return flat
-
-
-def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
-    prefix = "WEBGATHER_"
-    return {
-        key[len(prefix) :].lower().replace("__", "."): value
-        for key, value in env.items()
-        if key.startswith(prefix)
-    }
-
-
-def _build(cls: type[Any], values: dict[str, Any], prefix: str) -> Any:
-    hints = typing.get_type_hints(cls)
-    kwargs: dict[str, Any] = {}
-    known = set()
-    for f in dataclasses.fields(cls):
-        name = prefix + f.name
-        known.add(name)
-        hint = hints[f.name]
-        if dataclasses.is_dataclass(hint):
-            kwargs[f.name] = _build(hint, values, name + ".")  # type: ignore[arg-type]
-        elif name in values:
-            kwargs[f.name] = _coerce(name, values[name], hint)
-    if not prefix:
-        unknown = [k for k in values if not _is_known(k, cls)]
-        if unknown:
-            raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
-    return cls(**kwargs)
-
-
-def _is_known(name: str, cls: type[Any]) -> bool:
-    head, _, rest = name.partition(".")
-    hints = typing.get_type_hints(cls)
-    if head not in hints:
-        return False
-    hint = hints[head]
-    if rest:
-        return dataclasses.is_dataclass(hint) and _is_known(rest, hint)  # type: ignore[arg-type]
-    return not dataclasses.is_dataclass(hint)
-
-
-def _coerce(name: str, value: Any, hint: Any) -> Any:
-    origin = typing.get_origin(hint)
-    args = typing.get_args(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None or (isinstance(value, str) and value.lower() in ("", "none")):
-            if type(None) in args:
-                return None
-        inner = [a for a in args if a is not type(None)]
-        return _coerce(name, value, inner[0])
-    if origin is Literal:
-        if value not in args:
-            raise ConfigError(f"{name}: {value!r} is not one of {', '.join(map(str, args))}")
-        return value
-    if origin is tuple:
-        items = value.split(",") if isinstance(value, str) else list(value)
-        return tuple(str(i).strip() for i in items if str(i).strip())
-    return _coerce_scalar(name, value, hint)
-
-
-def _coerce_scalar(name: str, value: Any, hint: Any) -> Any:
-    try:
-        if hint is bool:
-            if isinstance(value, str):
-                if value.lower() in ("1", "true", "yes", "on"):
-                    return True
-                if value.lower() in ("0", "false", "no", "off"):
-                    return False
-                raise ValueError(value)
-            return bool(value)
-        if hint is int and isinstance(value, float) and not value.is_integer():
-            raise ValueError(value)
-        return hint(value)
-    except (TypeError, ValueError):
-        raise ConfigError(f"{name}: {value!r} is not a valid {hint.__name__}") from None
-
-
-def _validate(config: CrawlConfig) -> None:
-    checks = [
-        (config.fetch.concurrency >= 1, "fetch.concurrency must be at least 1"),
-        (config.politeness.min_delay_s >= 0, "politeness.min_delay_s must be >= 0"),
-        (config.politeness.per_host_connections >= 1, "politeness.per_host_connections must be >= 1"),
-        (config.politeness.per_ip_connections >= 1, "politeness.per_ip_connections must be >= 1"),
-        (config.fetch.max_body_bytes > 0, "fetch.max_body_bytes must be > 0"),
-        (config.fetch.max_redirects >= 0, "fetch.max_redirects must be >= 0"),
-        (config.fetch.max_idle_connections >= 0, "fetch.max_idle_connections must be >= 0"),
-        (config.fetch.connect_timeout_s > 0 and config.fetch.total_timeout_s > 0, "timeouts must be > 0"),
-        (config.max_pages is None or config.max_pages >= 1, "max_pages must be >= 1"),
-        (config.pin_cpu in ("auto", "off") or config.pin_cpu.isdigit(), 'pin_cpu must be "auto", "off" or a CPU index'),
-        (config.scope.max_depth is None or config.scope.max_depth >= 0, "scope.max_depth must be >= 0"),
-        (config.scope.mode != "domains" or bool(config.scope.domains), 'scope.mode "domains" needs scope.domains'),
-        (1 <= config.cluster.n_buckets <= 4096, "cluster.n_buckets must be in 1..4096"),
-        (config.cluster.batch_urls >= 1 and config.cluster.batch_wait_s >= 0, "cluster.batch_urls must be >= 1, batch_wait_s >= 0"),
-        (config.cluster.sent_cache_entries >= 0, "cluster.sent_cache_entries must be >= 0"),
-        (0 < config.cluster.heartbeat_s < config.cluster.member_ttl_s, "need 0 < cluster.heartbeat_s < cluster.member_ttl_s"),
-        (config.cluster.interval_s > 0, "cluster.interval_s must be > 0"),
-        (config.cluster.max_outage_s > 0, "cluster.max_outage_s must be > 0"),
-    ]
-    for ok, message in checks:
-        if not ok:
-            raise ConfigError(message)

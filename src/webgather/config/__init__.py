@@ -1,0 +1,197 @@
+"""Typed, layered, frozen crawl configuration.
+
+One place holds every default (the dataclasses of :mod:`webgather.config.sections`,
+one docstring per field). Precedence is data, lowest first: defaults < TOML file <
+``WEBGATHER_*`` environment < command line (:data:`PRECEDENCE`). Values are validated
+when loaded (:mod:`webgather.config.checks`) and the result is frozen before the crawl
+starts. Limits carry their unit in their name (``_s`` seconds, ``_bytes``).
+
+A TOML file mirrors the sections: ``[fetch] concurrency = 256``. An environment
+variable names section and field: ``WEBGATHER_FETCH__CONCURRENCY=256``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from webgather.config.checks import validate
+from webgather.config.sections import (
+    DEFAULT_USER_AGENT, ClusterConfig, CrawlConfig, FetchConfig, FrontierConfig, PolitenessConfig, RecrawlConfig,
+    RobotsConfig, ScopeConfig, StoreConfig,
+)
+from webgather.errors import ConfigError
+
+__all__ = [
+    "DEFAULT_USER_AGENT",
+    "PRECEDENCE",
+    "ClusterConfig",
+    "CrawlConfig",
+    "FetchConfig",
+    "FrontierConfig",
+    "PolitenessConfig",
+    "RecrawlConfig",
+    "RobotsConfig",
+    "ScopeConfig",
+    "StoreConfig",
+    "load",
+    "to_toml",
+]
+
+PRECEDENCE = ("defaults", "file", "env", "cli")
+
+
+def load(
+    file: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cli: Mapping[str, Any] | None = None,
+) -> CrawlConfig:
+    """Merge the layers of :data:`PRECEDENCE` into one validated, frozen config.
+
+    ``cli`` maps dotted names (``"fetch.concurrency"``) or top-level names to
+    values; ``None`` values mean "not given" and are skipped.
+    """
+    layers: list[dict[str, Any]] = []
+    if file is not None:
+        layers.append(_flatten(_read_toml(Path(file))))
+    layers.append(_from_env(os.environ if env is None else env))
+    layers.append({k: v for k, v in (cli or {}).items() if v is not None})
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update(layer)
+    config: CrawlConfig = _build(CrawlConfig, merged, "")
+    validate(config)
+    return config
+
+
+def to_toml(config: CrawlConfig) -> str:
+    """The config as a TOML file that :func:`load` reads back to an equal config."""
+    top: list[str] = []
+    sections: list[str] = []
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if dataclasses.is_dataclass(value):
+            body = [_toml_line(g.name, getattr(value, g.name)) for g in dataclasses.fields(value)]
+            sections.append(f"[{f.name}]\n" + "".join(line for line in body if line))
+        else:
+            top.append(_toml_line(f.name, value))
+    return "".join(line for line in top if line) + "\n" + "\n".join(sections)
+
+
+def _toml_line(name: str, value: Any) -> str:
+    if value is None:
+        return ""  # absent means the default None
+    if isinstance(value, bool):
+        return f"{name} = {'true' if value else 'false'}\n"
+    if isinstance(value, (int, float)):
+        return f"{name} = {value!r}\n"
+    if isinstance(value, tuple):
+        return f"{name} = [{', '.join(_toml_string(str(v)) for v in value)}]\n"
+    return f"{name} = {_toml_string(str(value))}\n"
+
+
+def _toml_string(text: str) -> str:
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}".replace("-", "_")
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, name + "."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
+    prefix = "WEBGATHER_"
+    return {
+        key[len(prefix) :].lower().replace("__", "."): value
+        for key, value in env.items()
+        if key.startswith(prefix)
+    }
+
+
+def _build(cls: type[Any], values: dict[str, Any], prefix: str) -> Any:
+    hints = typing.get_type_hints(cls)
+    kwargs: dict[str, Any] = {}
+    known = set()
+    for f in dataclasses.fields(cls):
+        name = prefix + f.name
+        known.add(name)
+        hint = hints[f.name]
+        if dataclasses.is_dataclass(hint):
+            kwargs[f.name] = _build(hint, values, name + ".")  # type: ignore[arg-type]
+        elif name in values:
+            kwargs[f.name] = _coerce(name, values[name], hint)
+    if not prefix:
+        unknown = [k for k in values if not _is_known(k, cls)]
+        if unknown:
+            raise ConfigError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+    return cls(**kwargs)
+
+
+def _is_known(name: str, cls: type[Any]) -> bool:
+    head, _, rest = name.partition(".")
+    hints = typing.get_type_hints(cls)
+    if head not in hints:
+        return False
+    hint = hints[head]
+    if rest:
+        return dataclasses.is_dataclass(hint) and _is_known(rest, hint)  # type: ignore[arg-type]
+    return not dataclasses.is_dataclass(hint)
+
+
+def _coerce(name: str, value: Any, hint: Any) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None or (isinstance(value, str) and value.lower() in ("", "none")):
+            if type(None) in args:
+                return None
+        inner = [a for a in args if a is not type(None)]
+        return _coerce(name, value, inner[0])
+    if origin is Literal:
+        if value not in args:
+            raise ConfigError(f"{name}: {value!r} is not one of {', '.join(map(str, args))}")
+        return value
+    if origin is tuple:
+        items = value.split(",") if isinstance(value, str) else list(value)
+        return tuple(str(i).strip() for i in items if str(i).strip())
+    return _coerce_scalar(name, value, hint)
+
+
+def _coerce_scalar(name: str, value: Any, hint: Any) -> Any:
+    try:
+        if hint is bool:
+            if isinstance(value, str):
+                if value.lower() in ("1", "true", "yes", "on"):
+                    return True
+                if value.lower() in ("0", "false", "no", "off"):
+                    return False
+                raise ValueError(value)
+            return bool(value)
+        if hint is int and isinstance(value, float) and not value.is_integer():
+            raise ValueError(value)
+        return hint(value)
+    except (TypeError, ValueError):
+        raise ConfigError(f"{name}: {value!r} is not a valid {hint.__name__}") from None

@@ -1,0 +1,34 @@
+"""Validation of a loaded configuration: one list of (holds, message)."""
+
+from __future__ import annotations
+
+from webgather.config.sections import CrawlConfig
+from webgather.errors import ConfigError
+
+__all__ = ["validate"]
+
+
+def validate(config: CrawlConfig) -> None:
+    checks = [
+        (config.fetch.concurrency >= 1, "fetch.concurrency must be at least 1"),
+        (config.politeness.min_delay_s >= 0, "politeness.min_delay_s must be >= 0"),
+        (config.politeness.per_host_connections >= 1, "politeness.per_host_connections must be >= 1"),
+        (config.politeness.per_ip_connections >= 1, "politeness.per_ip_connections must be >= 1"),
+        (config.fetch.max_body_bytes > 0, "fetch.max_body_bytes must be > 0"),
+        (config.fetch.max_redirects >= 0, "fetch.max_redirects must be >= 0"),
+        (config.fetch.max_idle_connections >= 0, "fetch.max_idle_connections must be >= 0"),
+        (config.fetch.connect_timeout_s > 0 and config.fetch.total_timeout_s > 0, "timeouts must be > 0"),
+        (config.max_pages is None or config.max_pages >= 1, "max_pages must be >= 1"),
+        (config.pin_cpu in ("auto", "off") or config.pin_cpu.isdigit(), 'pin_cpu must be "auto", "off" or a CPU index'),
+        (config.scope.max_depth is None or config.scope.max_depth >= 0, "scope.max_depth must be >= 0"),
+        (config.scope.mode != "domains" or bool(config.scope.domains), 'scope.mode "domains" needs scope.domains'),
+        (1 <= config.cluster.n_buckets <= 4096, "cluster.n_buckets must be in 1..4096"),
+        (config.cluster.batch_urls >= 1 and config.cluster.batch_wait_s >= 0, "cluster.batch_urls must be >= 1, batch_wait_s >= 0"),
+        (config.cluster.sent_cache_entries >= 0, "cluster.sent_cache_entries must be >= 0"),
+        (0 < config.cluster.heartbeat_s < config.cluster.member_ttl_s, "need 0 < cluster.heartbeat_s < cluster.member_ttl_s"),
+        (config.cluster.interval_s > 0, "cluster.interval_s must be > 0"),
+        (config.cluster.max_outage_s > 0, "cluster.max_outage_s must be > 0"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)
