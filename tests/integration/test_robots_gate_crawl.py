@@ -52,7 +52,7 @@ async def test_changed_robots_txt_is_obeyed_after_the_rules_expire(tmp_path: Pat
             return 200, page(f"/chain/{n + 1}", f"/new/{n}", f"/old/{n}") if n < 12 else page()
         return 200, page()
 
-    config = config_for(tmp_path, ["site.test"], RobotsConfig(ttl_s=0.6))
+    config = config_for(tmp_path, ["site.test"], RobotsConfig(ttl_s=1.0))
     config = dataclasses.replace(config, politeness=dataclasses.replace(config.politeness, min_delay_s=0.1))
     async with RobotsWeb(routes) as web:
         summary = await asyncio.wait_for(run_crawl(config, [web.url("site.test", "/chain/0")]), 60)
