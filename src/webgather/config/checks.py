@@ -31,6 +31,11 @@ def validate(config: CrawlConfig) -> None:
         (config.robots.ttl_s > 0 and config.robots.error_retry_s >= 0, "robots.ttl_s must be > 0, error_retry_s >= 0"),
         (config.robots.retry_factor >= 1, "robots.retry_factor must be >= 1"),
         (config.robots.max_tries >= 1 and config.robots.max_hosts >= 1, "robots.max_tries and max_hosts must be >= 1"),
+        (config.cluster.shared_store is None or config.cluster.shared_store.startswith(("file:///", "s3://")),
+         "cluster.shared_store must be file:///path or s3://bucket/prefix"),
+        (config.cluster.checkpoint_s > 0 and (config.cluster.shared_store is None
+                                              or config.cluster.checkpoint_s < config.cluster.claim_idle_s),
+         "need 0 < cluster.checkpoint_s, and below cluster.claim_idle_s with a shared store"),
     ]
     for ok, message in checks:
         if not ok:

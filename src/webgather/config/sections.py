@@ -152,6 +152,13 @@ class ClusterConfig:
     """A bucket taken from a dead node starts empty if no recovered state arrives within this time."""
     max_outage_s: float = 300.0
     """While the backend (Redis) is unreachable a node pauses and retries; after this long it stops, keeping its state."""
+    shared_store: str | None = None
+    """Where what must outlive a machine goes (``file:///path`` or ``s3://bucket/prefix``): closed WARC
+    files and their CDXJ, and every bucket's checkpoint; a dead node's buckets are restored from it
+    (:mod:`webgather.runtime.checkpoint`). None: nothing leaves the nodes' own disks."""
+    checkpoint_s: float = 10.0
+    """With a shared store: how often a node uploads its closed WARC files and checkpoints its buckets
+    (what a lost node fetched since its last checkpoint is fetched again). Below ``claim_idle_s``."""
 
 
 @dataclass(frozen=True, slots=True)
