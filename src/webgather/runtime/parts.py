@@ -72,6 +72,10 @@ class WriterPort:
         self.writer.submit_log(entry)
         await self._durable()
 
+    async def rotate(self) -> tuple[list[str], int]:
+        """Close the WARC file being written: :meth:`ArchiveWriter.rotate`."""
+        return await self.writer.rotate()
+
     def log_nowait(self, entry: dict[str, object]) -> None:
         self.writer.submit_log(entry)
 
