@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +18,8 @@ def moto_s3(bucket: str) -> Iterator[dict[str, str]]:
     points boto3 at it (``AWS_ENDPOINT_URL`` and the credentials). Stops the server at exit."""
     import boto3
     from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one line per request otherwise
 
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()

@@ -42,6 +42,8 @@ class Outcome:
     bound: int
     """The victim's pages started since its last checkpoint's snapshot (2 s margin for those in flight then)."""
     exit_codes: dict[str, int | None]
+    refetched_ages: list[float] = field(default_factory=list)
+    """For each refetched URL, when the victim had started it, relative to its last checkpoint's snapshot (s)."""
     counters: dict[str, Any] = field(default_factory=dict)
     cdxj_mismatch: list[str] = field(default_factory=list)
     redis_peak_bytes: int = 0
@@ -109,7 +111,7 @@ async def _wait_kill_point(store: SharedStore | None, victim_log: Path, pages: i
 
 async def run_scenario(tmp: Path, store_url: str | None, *, n_hosts: int = 24, kill_after_pages: int = 20,
                        timeout_s: float = 80.0, checkpoint_s: float = 0.5, min_delay_s: float = 0.25,
-                       **web: Any) -> Outcome:
+                       kill: bool = True, **web: Any) -> Outcome:
     params = small_web(n_hosts=n_hosts, **web)
     model = WebModel(params)
     async with TestWebServer(model) as srv, EmbeddedRedis(tmp / "redis") as redis:
@@ -128,13 +130,15 @@ async def run_scenario(tmp: Path, store_url: str | None, *, n_hosts: int = 24, k
             procs[n] = await _start(["node", *common, "--out", str(outs[n]), "--node-id", n], tmp / f"{n}.log")
         store = open_store(store_url) if store_url else None
         victim_log = outs[VICTIM] / "nodes" / VICTIM / "crawl.log.jsonl"
+        victim: list[dict[str, Any]] = []
         try:
-            await _wait_kill_point(store, victim_log, kill_after_pages, timeout_s / 2)
-            os.kill(procs[VICTIM].pid, signal.SIGKILL)
-            await procs[VICTIM].wait()
-            victim = [e for e in read_crawl_log(victim_log) if not e.get("retry") and e.get("kind") in ("page", "sitemap")
-                      and e.get("error") not in NOT_FETCHED]
-            shutil.rmtree(outs[VICTIM])  # its disk is lost
+            if kill:
+                await _wait_kill_point(store, victim_log, kill_after_pages, timeout_s / 2)
+                os.kill(procs[VICTIM].pid, signal.SIGKILL)
+                await procs[VICTIM].wait()
+                victim = [e for e in read_crawl_log(victim_log) if not e.get("retry")
+                          and e.get("kind") in ("page", "sitemap") and e.get("error") not in NOT_FETCHED]
+                shutil.rmtree(outs[VICTIM])  # its disk is lost
             async with asyncio.timeout(timeout_s / 2):
                 for n in NODES:
                     await procs[n].wait()
@@ -146,13 +150,16 @@ async def run_scenario(tmp: Path, store_url: str | None, *, n_hosts: int = 24, k
                     await proc.wait()
     expected = crawl_outcomes(model, seeds, config)
     want = {u for u in expected.fetched if expected.outcomes[u].status is not None}
-    counts, mismatch = _archived(tmp, store, [outs[n] for n in NODES if n != VICTIM])
-    survivors = {u for n in NODES if n != VICTIM for u in _final_urls(outs[n] / "nodes" / n / "crawl.log.jsonl")}
+    alive = [n for n in NODES if n != VICTIM or not kill]
+    counts, mismatch = _archived(tmp, store, [outs[n] for n in alive])
+    survivors = {u for n in alive if n != VICTIM for u in _final_urls(outs[n] / "nodes" / n / "crawl.log.jsonl")}
     wall = _manifest_wall(store)
     bound = sum(1 for e in victim if float(e["fetched_at"]) >= wall - 2.0) if store is not None else len(victim)
     return Outcome(len(want), len(want & set(counts)), sorted(want - set(counts)),
                    len({e["url"] for e in victim} & survivors), bound,
-                   {n: p.returncode for n, p in procs.items()}, counters, mismatch, peak)
+                   {n: p.returncode for n, p in procs.items()},
+                   sorted(round(float(e["fetched_at"]) - wall, 2) for e in victim if e["url"] in survivors),
+                   counters, mismatch, peak)
 
 
 async def _wait_defined(url: str, timeout_s: float) -> None:
