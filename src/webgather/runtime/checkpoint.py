@@ -169,7 +169,10 @@ class Checkpointer:
     async def checkpoint(self) -> bool:
         """Snapshot, ship WARCs, put the buckets, ack (module docstring); False if the store or
         Redis failed (the acks are kept for the next one)."""
+        started = self.node.parts.clock.monotonic()
         snap = await self._snapshot()
+        self.counts["snapshot_ms_max"] = max(self.counts["snapshot_ms_max"],
+                                             round(1000 * (self.node.parts.clock.monotonic() - started)))
         try:
             await self.ship()
             await self._in_thread(self._put, snap)
@@ -193,6 +196,11 @@ class Checkpointer:
         async with self._ship_lock:
             closed, index_bytes = await self.node.parts.writer.rotate()
             self.counts["warc_files"] += await self._in_thread(self.shipper.ship, closed, index_bytes)
+
+    async def ack_held(self) -> None:
+        """After a graceful leave: every bucket went out in a hand-off (a stream message the new owner
+        keeps until its own checkpoint), so what was applied here needs no checkpoint to be acked."""
+        await self._ack(self.acks.take())
 
     def close(self) -> None:
         self.closed = True

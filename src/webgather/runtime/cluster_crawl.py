@@ -199,6 +199,8 @@ async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] |
         if handle_signals:
             _install_signals(node)
         summary = await node.run()
+        if checkpoints is not None and summary["end"] == "left":
+            await checkpoints.ack_held()
         if node.cycle is not None:
             summary["recrawl"] = node.cycle.finish(summary["end"] == "done")
         return summary

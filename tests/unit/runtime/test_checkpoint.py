@@ -152,3 +152,18 @@ async def test_restore_from_a_bad_url_is_a_config_error(url: str) -> None:
     with pytest.raises(ConfigError):
         await restore_from_store("d", (1,), store_url=url, n_buckets=M, transport=hub.transport("r"),
                                  coordinator=hub.coordinator())
+
+
+async def test_after_a_leave_every_held_ack_goes_out_without_a_checkpoint(tmp_path: Path) -> None:
+    hub = InProcessHub(M, FakeClock())
+    node = _fake_node(_frontier(), hub.transport("n"), tmp_path / "out")
+    store = FileStore(tmp_path / "shared")
+    checkpoints = Checkpointer(node, store)
+    await node.keeper.transport.send(BUCKET, encode_batch("x", 1, [_item(f"http://{HOST}/0")]))
+    delivery = (await node.keeper.transport.receive([BUCKET], 10, 0))[0]
+    await node.keeper.transport.ack(BUCKET, [delivery.delivery_id])
+    assert await hub.transport("n").pending_count(BUCKET) == 1
+    await checkpoints.ack_held()
+    assert await hub.transport("n").pending_count(BUCKET) == 0 and store.list() == []
+    checkpoints.close()
+    node.parts.frontier.close()
