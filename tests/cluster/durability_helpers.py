@@ -111,14 +111,14 @@ async def _wait_kill_point(store: SharedStore | None, victim_log: Path, pages: i
 
 async def run_scenario(tmp: Path, store_url: str | None, *, n_hosts: int = 24, kill_after_pages: int = 20,
                        timeout_s: float = 80.0, checkpoint_s: float = 0.5, min_delay_s: float = 0.25,
-                       kill: bool = True, **web: Any) -> Outcome:
+                       kill: bool = True, claim_idle_s: float = 5.0, **web: Any) -> Outcome:
     params = small_web(n_hosts=n_hosts, **web)
     model = WebModel(params)
     async with TestWebServer(model) as srv, EmbeddedRedis(tmp / "redis") as redis:
         resolve = srv.write_resolve_file(tmp / "resolve.txt")
         extra = {"shared_store": store_url} if store_url else {}
         config = cluster_config(params, tmp / "cfg", resolve, n_buckets=64, min_delay_s=min_delay_s,
-                                checkpoint_s=checkpoint_s, **extra)
+                                checkpoint_s=checkpoint_s, claim_idle_s=claim_idle_s, **extra)
         toml = write_toml(config, tmp / "crawl.toml")
         seeds = [srv.home_url(0), srv.home_url(3)]
         outs = {n: tmp / f"out-{n}" for n in NODES}

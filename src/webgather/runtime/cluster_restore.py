@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from webgather.cluster.router import send_many
@@ -34,6 +35,8 @@ from webgather.store.shared import SharedStore, open_store
 __all__ = ["restore_from_store"]
 
 SEND_CHUNK = 256
+READ_THREADS = 16
+"""Checkpoints read at once (an object store answers each GET in tens of milliseconds)."""
 log = logging.getLogger(__name__)
 
 
@@ -47,12 +50,9 @@ def _read(store: SharedStore, dead: str, buckets: tuple[int, ...]) -> tuple[dict
     except (ValueError, KeyError, TypeError) as exc:
         raise StoreError(f"checkpoint manifest of {dead} is unreadable: {exc}") from None
     wanted = [b for b in buckets if b in listed] if buckets else sorted(listed)
-    found = {}
-    for bucket in wanted:
-        payload = store.get_bytes(checkpoint_key(dead, bucket))
-        if payload is not None:
-            found[bucket] = payload
-    return manifest, found
+    with ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="wg-restore") as pool:
+        payloads = list(pool.map(lambda b: store.get_bytes(checkpoint_key(dead, b)), wanted))
+    return manifest, {b: p for b, p in zip(wanted, payloads, strict=True) if p is not None}
 
 
 def _payload(dead: str, bucket: int, n_buckets: int, payload: bytes | None) -> tuple[bytes, int | None]:
