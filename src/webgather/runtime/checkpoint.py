@@ -67,6 +67,8 @@ _T = TypeVar("_T")
 
 POLL_S = 0.1
 IDLE_MIN_S = 0.3
+RETRY_MIN_S = 0.1
+RETRY_MAX_S = 5.0
 """An idle node with deliveries to ack checkpoints once this long after its last one (the crawl's end waits on it)."""
 
 
@@ -146,7 +148,7 @@ class Checkpointer:
         self.every_s = node.parts.config.cluster.checkpoint_s
         self.acks = HeldAcks(node.keeper.transport)
         node.keeper.transport = self.acks
-        node.keeper.before_send = self.ship
+        node.keeper.before_send = self.ship_retrying
         self.shipper = WarcShipper(store, node.parts.out_dir / "warc", node.node_id)
         self.counts: Counter[str] = Counter()
         self.closed = False
@@ -196,6 +198,22 @@ class Checkpointer:
         async with self._ship_lock:
             closed, index_bytes = await self.node.parts.writer.rotate()
             self.counts["warc_files"] += await self._in_thread(self.shipper.ship, closed, index_bytes)
+
+    async def ship_retrying(self, _buckets: Sequence[int] = ()) -> None:
+        """:meth:`ship` until it succeeds (before a hand-off: the new owner counts those pages as done,
+        so their records must be in the store first; the hand-off waits while the store is down)."""
+        wait_s = RETRY_MIN_S
+        while True:
+            try:
+                return await self.ship()
+            except StoreError as exc:
+                self.counts["ship_retries"] += 1
+                if self.closed:
+                    raise
+                log.warning("node %s: cannot ship WARC files before a hand-off, retrying: %s",
+                            self.node.node_id, exc)
+                await asyncio.sleep(wait_s)
+                wait_s = min(RETRY_MAX_S, 2 * wait_s)
 
     async def ack_held(self) -> None:
         """After a graceful leave: every bucket went out in a hand-off (a stream message the new owner

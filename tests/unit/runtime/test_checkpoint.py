@@ -167,3 +167,21 @@ async def test_after_a_leave_every_held_ack_goes_out_without_a_checkpoint(tmp_pa
     assert await hub.transport("n").pending_count(BUCKET) == 0 and store.list() == []
     checkpoints.close()
     node.parts.frontier.close()
+
+
+async def test_a_handoff_waits_for_its_warcs_to_reach_the_store(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    async def rotate() -> tuple[list[str], int]:
+        calls.append(1)
+        if len(calls) < 3:
+            raise StoreError("store down")
+        return [], 0
+
+    node = _fake_node(_frontier(), InProcessHub(M, FakeClock()).transport("n"), tmp_path / "out")
+    node.parts.writer.rotate = rotate
+    checkpoints = Checkpointer(node, FileStore(tmp_path / "shared"))
+    await asyncio.wait_for(node.keeper.before_send([BUCKET]), 5.0)
+    assert len(calls) == 3 and checkpoints.counts["ship_retries"] == 2
+    checkpoints.close()
+    node.parts.frontier.close()
