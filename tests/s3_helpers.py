@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,6 +27,9 @@ def moto_s3(bucket: str) -> Iterator[dict[str, str]]:
     try:
         host, port = server.get_host_and_port()
         env = {**S3_ENV, "AWS_ENDPOINT_URL": f"http://{host}:{port}"}
+        # moto's state is per process, not per server: start from nothing (an earlier server's objects stay)
+        urllib.request.urlopen(urllib.request.Request(f"{env['AWS_ENDPOINT_URL']}/moto-api/reset", method="POST"),
+                               timeout=10).close()
         saved = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
         try:

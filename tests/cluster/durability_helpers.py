@@ -42,6 +42,9 @@ class Outcome:
     bound: int
     """The victim's pages started since its last checkpoint's snapshot (2 s margin for those in flight then)."""
     exit_codes: dict[str, int | None]
+    unattempted: int = 0
+    """Missing URLs no node ever logged an attempt of (the rest were attempted and got no response:
+    a timeout or reset where the model expects an answer, which load on a shared machine causes)."""
     refetched_ages: list[float] = field(default_factory=list)
     """For each refetched URL, when the victim had started it, relative to its last checkpoint's snapshot (s)."""
     counters: dict[str, Any] = field(default_factory=dict)
@@ -49,7 +52,8 @@ class Outcome:
     redis_peak_bytes: int = 0
 
     def row(self) -> str:
-        return (f"closure {self.closure}  archived {self.archived}  missing {len(self.missing)}  "
+        return (f"closure {self.closure}  archived {self.archived}  missing {len(self.missing)} "
+                f"(never attempted {self.unattempted})  "
                 f"refetched {self.refetched}  bound {self.bound}")
 
 
@@ -153,13 +157,17 @@ async def run_scenario(tmp: Path, store_url: str | None, *, n_hosts: int = 24, k
     alive = [n for n in NODES if n != VICTIM or not kill]
     counts, mismatch = _archived(tmp, store, [outs[n] for n in alive])
     survivors = {u for n in alive if n != VICTIM for u in _final_urls(outs[n] / "nodes" / n / "crawl.log.jsonl")}
+    attempted = {e["url"] for n in alive for e in read_crawl_log(outs[n] / "nodes" / n / "crawl.log.jsonl")}
+    attempted |= {e["url"] for e in victim}
+    missing = sorted(want - set(counts))
     wall = _manifest_wall(store)
     bound = sum(1 for e in victim if float(e["fetched_at"]) >= wall - 2.0) if store is not None else len(victim)
-    return Outcome(len(want), len(want & set(counts)), sorted(want - set(counts)),
-                   len({e["url"] for e in victim} & survivors), bound,
-                   {n: p.returncode for n, p in procs.items()},
-                   sorted(round(float(e["fetched_at"]) - wall, 2) for e in victim if e["url"] in survivors),
-                   counters, mismatch, peak)
+    return Outcome(
+        closure=len(want), archived=len(want & set(counts)), missing=missing,
+        refetched=len({e["url"] for e in victim} & survivors), bound=bound,
+        exit_codes={n: p.returncode for n, p in procs.items()}, unattempted=len(set(missing) - attempted),
+        refetched_ages=sorted(round(float(e["fetched_at"]) - wall, 2) for e in victim if e["url"] in survivors),
+        counters=counters, cdxj_mismatch=mismatch, redis_peak_bytes=peak)
 
 
 async def _wait_defined(url: str, timeout_s: float) -> None:

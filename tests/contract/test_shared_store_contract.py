@@ -9,7 +9,7 @@ import pytest
 
 from s3_helpers import moto_s3
 from webgather.errors import ConfigError, StoreError
-from webgather.store.shared import FileStore, SharedStore, open_store
+from webgather.store.shared import FileStore, SharedStore, claim_store, open_store
 
 
 @pytest.fixture(scope="module")
@@ -94,3 +94,17 @@ def test_s3_store_missing_bucket_is_a_store_error(s3_env: dict[str, str]) -> Non
     store = S3Store("no-such-bucket", "p")
     with pytest.raises(StoreError, match="no-such-bucket"):
         store.put_bytes("k", b"x")
+
+
+def test_a_store_belongs_to_one_crawl(store: SharedStore) -> None:
+    claim_store(store, 1000.0)
+    claim_store(store, 1000.0)  # another node of the same crawl, or a resume
+    with pytest.raises(ConfigError, match="holds another crawl's files"):
+        claim_store(store, 2000.0)
+
+
+def test_moto_state_starts_empty_for_each_server() -> None:
+    with moto_s3("wg-fresh"):
+        open_store("s3://wg-fresh/").put_bytes("k", b"1")
+    with moto_s3("wg-fresh"):
+        assert open_store("s3://wg-fresh/").list() == []

@@ -54,7 +54,7 @@ from webgather.runtime.cluster_recovery import NodeLock
 from webgather.runtime.parts import open_parts
 from webgather.runtime.pipeline import make_items
 from webgather.scope import Scope
-from webgather.store.shared import open_store
+from webgather.store.shared import claim_store, open_store
 from webgather.store.summary import write_summary
 from webgather.urls import fingerprint, host_key
 
@@ -163,6 +163,8 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
     if spec is not None:
         config = cycle_config(config, spec)
     store = await asyncio.to_thread(open_store, config.cluster.shared_store) if config.cluster.shared_store else None
+    if store is not None:
+        await asyncio.to_thread(claim_store, store, epoch)
     checkpoints: Checkpointer | None = None
     with NodeLock(node_dir):
         async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds,

@@ -16,12 +16,14 @@ Two kinds of URL:
   the node makes them from a worker thread. A PUT to S3 is atomic (a reader
   sees the old object or the whole new one).
 
-Keys are ``/``-separated relative names (``warc/NAME``, ``checkpoints/NODE/17``).
+Keys are ``/``-separated relative names (``warc/NAME``, ``checkpoints/NODE/17``). One crawl per
+store: ``crawl.json`` names the crawl (its epoch) and another crawl is refused (:func:`claim_store`).
 Every failure is a :class:`~webgather.errors.StoreError` with one line of text.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -31,7 +33,7 @@ from urllib.parse import unquote, urlsplit
 
 from webgather.errors import ConfigError, StoreError
 
-__all__ = ["FileStore", "S3Store", "SharedStore", "check_key", "open_store"]
+__all__ = ["CRAWL_KEY", "FileStore", "S3Store", "SharedStore", "check_key", "claim_store", "open_store"]
 
 COPY_CHUNK_BYTES = 1 << 20
 
@@ -66,6 +68,25 @@ def check_key(key: str) -> str:
     if not key or key.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\\" in key or "\0" in key:
         raise StoreError(f"bad shared-store key {key!r}")
     return key
+
+
+CRAWL_KEY = "crawl.json"
+
+
+def claim_store(store: SharedStore, epoch: float) -> None:
+    """Mark the store as the crawl's (its epoch: the same on every node and across resumes), or
+    ConfigError if it holds another crawl's files, whose names this crawl's would collide with."""
+    raw = store.get_bytes(CRAWL_KEY)
+    if raw is None:
+        store.put_bytes(CRAWL_KEY, json.dumps({"epoch": epoch}).encode())
+        return
+    try:
+        found = float(json.loads(raw)["epoch"])
+    except (ValueError, KeyError, TypeError):
+        raise StoreError(f"shared store {store.url}: {CRAWL_KEY} is unreadable") from None
+    if abs(found - epoch) > 1e-3:
+        raise ConfigError(f"shared store {store.url} holds another crawl's files (started at epoch {found}): "
+                          "give each crawl its own directory or prefix")
 
 
 def open_store(url: str) -> SharedStore:
