@@ -42,13 +42,15 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--kinds", default="none,file,s3")
+    parser.add_argument("--kill-after-pages", type=int, default=20, help="node b is killed once it fetched this many")
     parser.add_argument("--sizes", default="100,400", help="hosts of the no-kill memory runs (about 20 pages each)")
     parser.add_argument("--mem-kinds", default="none,file", help="stores of the no-kill memory runs")
     parser.add_argument("--work", type=Path, default=ROOT / "bench" / "results" / "durability")
     args = parser.parse_args()
     for r in range(args.rounds):
         for kind in args.kinds.split(","):
-            print(f"kill -9 + delete, round {r + 1}: " + await _one(args.work / kind, kind), flush=True)
+            line = await _one(args.work / kind, kind, kill_after_pages=args.kill_after_pages)
+            print(f"kill -9 + delete, round {r + 1}: {line}", flush=True)
     for hosts in (int(h) for h in args.sizes.split(",") if h):
         for kind in args.mem_kinds.split(","):
             line = await _one(args.work / f"mem-{kind}-{hosts}", kind, n_hosts=hosts, kill=False, min_delay_s=0.0,

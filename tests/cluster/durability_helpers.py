@@ -42,6 +42,8 @@ class Outcome:
     bound: int
     """The victim's pages started since its last checkpoint's snapshot (2 s margin for those in flight then)."""
     exit_codes: dict[str, int | None]
+    victim_pages: int = 0
+    """Pages (final fetches) the victim had done when it was killed."""
     unattempted: int = 0
     """Missing URLs no node ever logged an attempt of (the rest were attempted and got no response:
     a timeout or reset where the model expects an answer, which load on a shared machine causes)."""
@@ -54,7 +56,7 @@ class Outcome:
     def row(self) -> str:
         return (f"closure {self.closure}  archived {self.archived}  missing {len(self.missing)} "
                 f"(never attempted {self.unattempted})  "
-                f"refetched {self.refetched}  bound {self.bound}")
+                f"victim's pages {self.victim_pages}  refetched {self.refetched}  bound {self.bound}")
 
 
 def _responses(path: Path) -> list[str]:
@@ -164,7 +166,7 @@ async def run_scenario(tmp: Path, store_url: str | None, *, n_hosts: int = 24, k
     bound = sum(1 for e in victim if float(e["fetched_at"]) >= wall - 2.0) if store is not None else len(victim)
     return Outcome(
         closure=len(want), archived=len(want & set(counts)), missing=missing,
-        refetched=len({e["url"] for e in victim} & survivors), bound=bound,
+        refetched=len({e["url"] for e in victim} & survivors), bound=bound, victim_pages=len(victim),
         exit_codes={n: p.returncode for n, p in procs.items()}, unattempted=len(set(missing) - attempted),
         refetched_ages=sorted(round(float(e["fetched_at"]) - wall, 2) for e in victim if e["url"] in survivors),
         counters=counters, cdxj_mismatch=mismatch, redis_peak_bytes=peak)
