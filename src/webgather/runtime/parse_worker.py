@@ -1,8 +1,9 @@
 """The parser process of :mod:`webgather.runtime.parse_pool`: a loop over stdin/stdout.
 
 Frames both ways are an 8-byte big-endian length and a pickle (the parent is the only
-peer; it wrote the program). A request is ``(url, body, content_type, want_text)``, the
-reply the :class:`~webgather.parse.links.ParsedPage`. The process starts by writing one
+peer; it wrote the program). A request is ``("page", (url, body, content_type, want_text))``
+or ``("sitemap", (body,))``, the reply the :class:`~webgather.parse.links.ParsedPage` or
+:class:`~webgather.parse.sitemap.SitemapDoc`. The process starts by writing one
 ready byte (after its imports, so start-up time never counts against a page's deadline).
 
 It outlives nothing: it ends at end of input (the node closed the pipe, or died), and
@@ -22,6 +23,7 @@ import sys
 from typing import BinaryIO
 
 from webgather.parse.links import parse_page
+from webgather.parse.sitemap import parse_sitemap
 
 __all__ = ["HEADER", "main"]
 
@@ -42,11 +44,11 @@ def main(argv: list[str]) -> int:
     sink.write(b"R")
     sink.flush()
     while (request := _read_frame(source)) is not None:
-        url, body, content_type, want_text = pickle.loads(request)
+        kind, args = pickle.loads(request)
         signal.setitimer(signal.ITIMER_REAL, alarm_s)
-        page = parse_page(url, body, content_type, want_text=want_text)
+        doc = parse_page(*args[:3], want_text=args[3]) if kind == "page" else parse_sitemap(args[0])
         signal.setitimer(signal.ITIMER_REAL, 0)
-        reply = pickle.dumps(page, pickle.HIGHEST_PROTOCOL)
+        reply = pickle.dumps(doc, pickle.HIGHEST_PROTOCOL)
         sink.write(HEADER.pack(len(reply)) + reply)
         sink.flush()
     return 0

@@ -17,7 +17,7 @@ from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
 from webgather.parse.links import ParsedPage, followable, parse_page
-from webgather.parse.sitemap import parse_sitemap
+from webgather.parse.sitemap import SitemapDoc, parse_sitemap
 from webgather.runtime.parse_pool import ParseFailure, ParsePool
 from webgather.scope import Scope
 from webgather.urls import canonicalize, fingerprint, host_key
@@ -136,16 +136,22 @@ async def extract_parsed(
     *,
     want_text: bool = True,
 ) -> tuple[Extracted, Decision]:
-    """:func:`extract` with the HTML page parsed by ``pool`` (bounded in time, off the loop
-    when it could be slow). A page the pool could not parse yields nothing (archived
-    unparsed, no link-log record) and the decision returned carries the error kind."""
-    if decision.redirect_to is not None or decision.parse != "page":
+    """:func:`extract` with the HTML page or sitemap parsed by ``pool`` (bounded in time, off
+    the loop when it could be slow). A document the pool could not parse yields nothing
+    (archived unparsed, no link-log record) and the decision returned carries the error kind."""
+    if decision.redirect_to is not None or decision.parse not in ("page", "sitemap"):
         return extract(item, result, decision, scope, host_fp, routed, want_text=want_text), decision
-    page = await pool.parse(item.url, result.body, result.header("Content-Type"), want_text=want_text)
-    if isinstance(page, ParseFailure):
-        log.warning("%s not parsed: %s (%s)", item.url, page.kind, page.detail)
-        return Extracted([], None), replace(decision, error=page.kind)
-    return _links_of(item, page, scope, host_fp, routed), decision
+    doc: ParsedPage | SitemapDoc | ParseFailure
+    if decision.parse == "sitemap":
+        doc = await pool.parse_sitemap(result.body)
+    else:
+        doc = await pool.parse(item.url, result.body, result.header("Content-Type"), want_text=want_text)
+    if isinstance(doc, ParseFailure):
+        log.warning("%s not parsed: %s (%s)", item.url, doc.kind, doc.detail)
+        return Extracted([], None), replace(decision, error=doc.kind)
+    if isinstance(doc, SitemapDoc):
+        return _sitemap_items(doc, scope), decision
+    return _links_of(item, doc, scope, host_fp, routed), decision
 
 
 def _from_page(
@@ -178,7 +184,10 @@ def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFing
 
 
 def _from_sitemap(result: FetchResult, scope: Scope) -> Extracted:
-    doc = parse_sitemap(result.body)
+    return _sitemap_items(parse_sitemap(result.body), scope)
+
+
+def _sitemap_items(doc: SitemapDoc, scope: Scope) -> Extracted:
     items: list[CrawlItem] = []
     for raw in doc.urls:
         url = canonicalize(raw)

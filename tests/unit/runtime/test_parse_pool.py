@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import gzip
 import os
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
 from webgather.parse.links import ParsedPage, parse_page
+from webgather.parse.sitemap import parse_sitemap
 from webgather.runtime.parse_pool import PARSE_TIMEOUT, ParseFailure, ParsePool, parse_inline
 from webgather.runtime.pipeline import HostFingerprints, RoutedUrls, extract, extract_parsed
 from webgather.scope import Scope
@@ -228,5 +230,55 @@ async def test_extract_parsed_gives_no_links_and_the_error_kind_for_a_timed_out_
                 assert got == extract(item, result, Decision(parse="page"), scope, HostFingerprints(), RoutedUrls())
             else:
                 assert got.items == [] and got.link_records is None
+    finally:
+        await pool.close()
+
+
+SITEMAP = b'<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"><url><loc>http://a.test/1</loc></url></urlset>'
+SITEMAP_BOMB = gzip.compress(b"x\n" * (25 * 1024 * 1024), 9)
+"""51 KB that gunzips to 50 MB of lines: a linear scan, but 1.6 s of it."""
+
+
+async def test_sitemaps_inline_when_small_in_a_worker_when_gzipped_or_large() -> None:
+    pool = ParsePool(_config(inline_max_bytes=len(SITEMAP)))
+    try:
+        assert await pool.parse_sitemap(SITEMAP) == parse_sitemap(SITEMAP) and pool.started == 0
+        for body in (gzip.compress(SITEMAP), SITEMAP + b" "):
+            assert await pool.parse_sitemap(body) == parse_sitemap(body)
+        assert pool.started == 1
+    finally:
+        await pool.close()
+
+
+async def test_a_sitemap_bomb_times_out_off_the_loop() -> None:
+    pool = ParsePool(_config(max_seconds=0.2))
+    try:
+        await pool.parse_sitemap(gzip.compress(SITEMAP))  # start the worker
+        task = asyncio.ensure_future(pool.parse_sitemap(SITEMAP_BOMB))
+        gap_s = await _max_loop_gap_s(task)
+        outcome = task.result()
+        assert isinstance(outcome, ParseFailure) and outcome.kind == PARSE_TIMEOUT
+        assert gap_s < 0.25
+    finally:
+        await pool.close()
+
+
+async def test_extract_parsed_reads_sitemaps_through_the_pool() -> None:
+    url = "http://a.test/sitemap.xml"
+    scope = Scope(ScopeConfig(mode="any"), [url])
+    item = CrawlItem(url, fingerprint(url), depth=0, kind="sitemap")
+    pool = ParsePool(_config(max_seconds=0.2))
+    try:
+        for body, error in ((SITEMAP_BOMB, PARSE_TIMEOUT), (gzip.compress(SITEMAP), None)):
+            result = FetchResult(url=url, started_at=0.0, elapsed_s=0.01, status=200, response_headers=(),
+                                 raw_body=body, body=body)
+            got, decision = await extract_parsed(pool, item, result, Decision(parse="sitemap"), scope,
+                                                 HostFingerprints(), RoutedUrls())
+            assert decision.error == error
+            if error is None:
+                assert got == extract(item, result, Decision(parse="sitemap"), scope, HostFingerprints(), RoutedUrls())
+                assert [i.url for i in got.items] == ["http://a.test/1"]
+            else:
+                assert got.items == [] and got.links_found == 0
     finally:
         await pool.close()
