@@ -22,8 +22,12 @@ The choice (measured on the 2-core development machine, shared, medians):
   (:mod:`webgather.runtime.affinity`), and are killed when the node closes. Should the
   node itself be killed, each ends at end of input, or by its own alarm mid-parse.
 
-Sending every page to the pool (``inline_max_tags = 0``) costs a pickle and two pipe
-trips a page; see the README figures for what it does to pages/s and CPU a page.
+Why not every page to the pool: it costs a pickle and two pipe trips a page, and the
+parser process's CPU is not free. On the vs_scrapy web (8,152 pages, bench/node_ab.py,
+3 interleaved rounds, machine shared and loaded) ``inline_max_tags = 0`` took 1.59 x
+the CPU a page of the hybrid's (2.39 vs 1.20 ms; twice, 2.06 vs 1.13) and fewer pages/s
+(211 vs 403); the hybrid was within noise of the code before it (1.50 ms). A page that
+needs a worker pays that once; the 2nd core then parses while the loop fetches.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
 from webgather.parse.links import ParsedPage, parse_page
 from webgather.parse.sitemap import parse_sitemap
+from webgather.runtime.affinity import allowed_cpus, pinned
 from webgather.runtime.parse_pool import PARSE_TIMEOUT, ParseFailure, ParsePool, parse_inline
 from webgather.runtime.pipeline import HostFingerprints, RoutedUrls, extract, extract_parsed
 from webgather.scope import Scope
@@ -280,5 +281,19 @@ async def test_extract_parsed_reads_sitemaps_through_the_pool() -> None:
                 assert [i.url for i in got.items] == ["http://a.test/1"]
             else:
                 assert got.items == [] and got.links_found == 0
+    finally:
+        await pool.close()
+
+
+async def test_parser_processes_may_use_the_cpus_the_nodes_pin_took_away() -> None:
+    cpus = allowed_cpus()
+    if cpus is None or len(cpus) < 2:
+        pytest.skip("needs two allowed CPUs")
+    pool = ParsePool(_config(inline_max_tags=0), cpus)
+    try:
+        with pinned("0") as cpu:  # as open_parts does; the worker starts from the pinned thread
+            assert cpu is not None and os.sched_getaffinity(0) == {cpu}
+            await pool.parse("http://a.test/", b"<p>x", None, want_text=True)
+        assert os.sched_getaffinity(pool.pids()[0]) == cpus
     finally:
         await pool.close()
