@@ -6,6 +6,9 @@ each source tree crawls it (``--delay 0``), killed after ``--timeout`` seconds. 
 the crawl's and its reaped children's (the parser processes).
 
     .venv/bin/python bench/hostile_page.py --variant base=/tmp/base/src --variant new=src --timeout 60
+    .venv/bin/python bench/hostile_page.py --variant w2=src:--workers,2
+
+A variant is ``NAME=TREE[:EXTRA,ARGS]`` as in bench/node_ab.py.
 """
 
 from __future__ import annotations
@@ -60,18 +63,16 @@ async def serve_forever(port_box: list[int], ready: threading.Event) -> None:
 
 
 def deep_outcome(out: Path) -> str:
-    log = out / "crawl.log.jsonl"
-    if not log.exists():
-        return "no crawl log"
-    for line in log.read_text().splitlines():
-        if '/deep"' in line:
-            return line[:200]
+    for log in sorted(out.rglob("crawl.log.jsonl")):  # one per node with --workers
+        for line in log.read_text().splitlines():
+            if '/deep"' in line:
+                return line[:200]
     return "/deep not logged"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variant", action="append", required=True, help="NAME=TREE (a src directory)")
+    parser.add_argument("--variant", action="append", required=True, help="NAME=TREE[:EXTRA,ARGS] (TREE: a src directory)")
     parser.add_argument("--timeout", type=float, default=60.0)
     parser.add_argument("--work", type=Path, default=BENCH / "results" / "hostile_page")
     args = parser.parse_args()
@@ -81,14 +82,15 @@ def main() -> int:
     ready.wait(10.0)
     seed = f"http://127.0.0.1:{port_box[0]}/"
     for spec in args.variant:
-        name, _, tree = spec.partition("=")
+        name, _, rest = spec.partition("=")
+        tree, _, extra = rest.partition(":")
         scratch = (args.work / name).resolve()
         shutil.rmtree(scratch, ignore_errors=True)  # a crawl resumes from its out dir: start afresh
         scratch.mkdir(parents=True)
         code = (f"import sys; sys.path.insert(0, {str(Path(tree).resolve())!r}); "
                 "from webgather.cli import main; sys.exit(main())")
         command = [sys.executable, "-c", code, "crawl", seed, "--out", str(scratch / "out"), "--delay", "0",
-                   "--no-progress"]
+                   "--no-progress", *[a for a in extra.split(",") if a]]
         wall, cpu, rss, status, _ = vs.measure(command, scratch, args.timeout)
         print(f"{name:<8} wall {wall:6.2f} s  CPU {cpu:6.2f} s  peak RSS {rss:6.1f} MiB  exit {status}", flush=True)
         print(f"         /deep: {deep_outcome(scratch / 'out')}", flush=True)
