@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from webgather.config.checks import validate
 from webgather.config.sections import (
-    DEFAULT_USER_AGENT, ClusterConfig, CrawlConfig, FetchConfig, FrontierConfig, PolitenessConfig, RecrawlConfig,
-    RobotsConfig, ScopeConfig, StoreConfig,
+    DEFAULT_USER_AGENT, ClusterConfig, CrawlConfig, FetchConfig, FrontierConfig, ParseConfig, PolitenessConfig,
+    RecrawlConfig, RobotsConfig, ScopeConfig, StoreConfig,
 )
 from webgather.errors import ConfigError
 
@@ -35,6 +35,7 @@ __all__ = [
     "CrawlConfig",
     "FetchConfig",
     "FrontierConfig",
+    "ParseConfig",
     "PolitenessConfig",
     "RecrawlConfig",
     "RobotsConfig",

@@ -11,6 +11,7 @@ __all__ = [
     "CrawlConfig",
     "FetchConfig",
     "FrontierConfig",
+    "ParseConfig",
     "PolitenessConfig",
     "RecrawlConfig",
     "RobotsConfig",
@@ -185,6 +186,23 @@ class RecrawlConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ParseConfig:
+    """Where HTML is parsed (:mod:`webgather.runtime.parse_pool`): inline on the event loop
+    when a cheap pre-scan says the page is small, else in a parser process with a deadline."""
+
+    max_seconds: float = 2.0
+    """A page parsed in a parser process that takes longer is ``parse_timeout``: the process
+    is killed and replaced, the page archived unparsed (no links)."""
+    workers: int = 1
+    """Parser processes (started on first need, stopped with the node)."""
+    inline_max_tags: int = 2000
+    """Pages with more ``<`` bytes than this go to a parser process (lexbor's worst case grows
+    with the square of the tag count: about 20 ms at 2,000); 0 sends every page there."""
+    inline_max_bytes: int = 512 * 1024
+    """Pages larger than this go to a parser process, whatever their tag count."""
+
+
+@dataclass(frozen=True, slots=True)
 class CrawlConfig:
     out_dir: str = "crawl-out"
     seeds: tuple[str, ...] = ()
@@ -201,3 +219,4 @@ class CrawlConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     recrawl: RecrawlConfig = field(default_factory=RecrawlConfig)
+    parse: ParseConfig = field(default_factory=ParseConfig)

@@ -24,7 +24,7 @@ from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
 from webgather.runtime.parts import NodeParts
 from webgather.runtime.pipeline import (
-    HostFingerprints, RoutedUrls, extract, link_log_args, log_entry, make_items, unfetched_entry,
+    HostFingerprints, RoutedUrls, extract_parsed, link_log_args, log_entry, make_items, unfetched_entry,
 )
 from webgather.runtime.robots_driver import RobotsDriver
 from webgather.urls import fingerprint
@@ -235,8 +235,8 @@ class CrawlNode:
         parts.frontier.release_host(item, now, response_time_s=result.elapsed_s, error=decision.host_error,
                                     retry_after_s=decision.not_before_s or None)
         self._wakeup.set()
-        extracted = extract(item, result, decision, parts.scope, self._host_fp, self._routed,
-                            want_text=self._hooks is not None)
+        extracted, decision = await extract_parsed(parts.parser, item, result, decision, parts.scope, self._host_fp,
+                                                   self._routed, want_text=self._hooks is not None)
         self.stats.links_found += extracted.links_found
         entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
         self._route(extracted.items, now)

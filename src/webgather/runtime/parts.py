@@ -20,8 +20,9 @@ from webgather.fetch.model import FetchResult
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
 from webgather.robots.gate import RobotsGate
-from webgather.runtime.affinity import pinned
+from webgather.runtime.affinity import allowed_cpus, pinned
 from webgather.runtime.clock import Clock, SystemClock
+from webgather.runtime.parse_pool import ParsePool
 from webgather.runtime.stats import CrawlStats
 from webgather.scope import Scope
 from webgather.store.warc import ArchiveRef
@@ -110,6 +111,8 @@ class NodeParts:
     robots: RobotsGate
     scope: Scope
     stats: CrawlStats
+    parser: ParsePool
+    """HTML parsing with a deadline (:mod:`webgather.runtime.parse_pool`)."""
 
 
 @contextlib.asynccontextmanager
@@ -128,6 +131,7 @@ async def open_parts(
     ``n_buckets`` and ``frontier_cls`` are for cluster nodes (M of the crawl, and a
     frontier whose buckets follow the crawl's partition key). The node's threads stay
     on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.affinity`)."""
+    parser = ParsePool(config.parse, allowed_cpus())  # the mask before the pin: parsers may use every CPU
     with pinned(config.pin_cpu):  # before the writer thread starts: it inherits the mask
         clock = clock or SystemClock()
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -143,10 +147,11 @@ async def open_parts(
             async with HttpClient(config.fetch, resolver, clock) as http:
                 yield NodeParts(
                     config, node_id, out_dir, clock, resolver, http, frontier,
-                    WriterPort(writer), robots, Scope(config.scope, seeds), stats,
+                    WriterPort(writer), robots, Scope(config.scope, seeds), stats, parser,
                 )
         finally:
             try:
+                await parser.close()
                 await writer.drain()
             finally:
                 writer.close()
