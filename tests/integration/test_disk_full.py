@@ -1,7 +1,8 @@
 """A real full disk (a small tmpfs): the crawl stops cleanly, a restart on the full disk
 refuses in one line, and a resume after the disk grows ends with the exact closure.
 
-Needs root (mount); skipped with the reason otherwise. Every mount is undone in a finally.
+The tmpfs tests need root (mount); skipped with the reason otherwise. Every mount is
+undone in a finally.
 """
 
 from __future__ import annotations
@@ -18,12 +19,15 @@ import pytest
 
 from webgather.cli import EXIT_WRITE_FAILED
 from webgather.config import to_toml
+from webgather.errors import WriteFailed
+from webgather.runtime.crawl import run_crawl
 from webgather.store.cdxj import parse_line
 from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import WebParams, crawl_config_for
 from webgather.testweb.server import TestWebServer
 
+from full_disk import FullDisk
 from node_crawl_helpers import crawl_config, fetched_urls, final_entries, verify_warcs, write_resolve
 
 # A whole crawl of the test web takes ~670 KiB: each size fills at a different point.
@@ -109,3 +113,26 @@ async def _fill_and_resume(tmp_path: Path, size: str) -> None:
 @pytest.mark.parametrize("size", DISK_SIZES)
 async def test_disk_full_stops_then_resume_loses_nothing(tmp_path: Path, size: str) -> None:
     await _fill_and_resume(tmp_path, size)
+
+
+async def test_a_log_that_cannot_be_written_stops_the_crawl_and_loses_no_url(monkeypatch: pytest.MonkeyPatch,
+                                                                           tmp_path: Path) -> None:
+    """In process, no root needed: the crawl log's disk is full from the start, so the very
+    first write (the seed host's robots.txt) fails. The crawl must stop with WriteFailed and
+    keep the seed queued (it used to give the host up and drop its URLs, their log lines
+    lost with the writer), then a resume with room crawls the closure."""
+    model = WebModel(WebParams.for_tests())
+    out = tmp_path / "out"
+    async with TestWebServer(model) as server:
+        config = crawl_config(crawl_config_for(model.params), out, write_resolve(server, tmp_path), min_delay_s=0.01)
+        seed = server.home_url(0)
+        disk = FullDisk(monkeypatch, "crawl.log.jsonl")
+        with pytest.raises(WriteFailed, match="disk full: cannot write crawl log"):
+            await run_crawl(config, [seed])
+        stopped = json.loads((out / "summary.json").read_text())
+        assert stopped["finished"] is False and "disk full" in stopped["write_failed"]
+        disk.full = False
+        summary = await run_crawl(config, [seed])
+        expected = crawl_outcomes(model, [seed], config, now_s=server.clock.wall())
+    assert summary["finished"] is True and "write_failed" not in summary
+    assert set(fetched_urls(final_entries(out))) == set(expected.fetched)

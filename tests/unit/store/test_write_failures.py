@@ -3,8 +3,6 @@ and a retry once there is room writes everything exactly once (issue 13, item 8)
 
 from __future__ import annotations
 
-import errno
-import os
 from collections.abc import Iterator
 from typing import Any
 from pathlib import Path
@@ -20,28 +18,8 @@ from webgather.store.linklog import LinkLog, read_anchors, read_edges
 from webgather.store.warc import Archive
 from webgather.store.writer import ArchiveWriter
 
+from full_disk import FullDisk
 from store_helpers import counter_ids, page, read_records
-
-
-class FullDisk:
-    """``os.write`` as on a disk that fills up: a write to a file whose name ends with
-    one of ``names`` puts half its bytes down, then the rest fails with ENOSPC."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, *names: str) -> None:
-        self.names = names
-        self.full = True
-        self.failures = 0
-        self._real = os.write
-        monkeypatch.setattr(os, "write", self.write)
-
-    def write(self, fd: int, data: bytes | memoryview) -> int:
-        if self.full and os.readlink(f"/proc/self/fd/{fd}").endswith(self.names):
-            if len(data) > 1 and self.failures % 2 == 0:
-                self.failures += 1
-                return self._real(fd, bytes(data[: len(data) // 2]))
-            self.failures += 1
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return self._real(fd, data)
 
 
 def _disk_full_message(path: Path) -> str:
