@@ -58,6 +58,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WriteFailed as exc:
         print(f"webgather: error: {exc}", file=sys.stderr)
         return EXIT_WRITE_FAILED
+    except ExceptionGroup as group:  # a cluster node's task group: its crawl stopped on a failed write
+        failed = _first_write_failed(group)
+        if failed is None:
+            raise
+        print(f"webgather: error: {failed}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     except WebgatherError as exc:
         print(f"webgather: error: {exc}", file=sys.stderr)
         return 2
@@ -65,3 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("webgather: interrupted", file=sys.stderr)
         return 130
     return code
+
+
+def _first_write_failed(group: BaseExceptionGroup[BaseException]) -> WriteFailed | None:
+    for exc in group.exceptions:
+        found = _first_write_failed(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(found, WriteFailed):
+            return found
+    return None

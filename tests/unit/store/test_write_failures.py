@@ -3,6 +3,8 @@ and a retry once there is room writes everything exactly once (issue 13, item 8)
 
 from __future__ import annotations
 
+import errno
+import os
 from collections.abc import Iterator
 from typing import Any
 from pathlib import Path
@@ -15,6 +17,7 @@ from webgather.frontier.journal import Journal, read_journal
 from webgather.store.cdxj import read_index
 from webgather.store.crawllog import CrawlLog, read_crawl_log
 from webgather.store.linklog import LinkLog, read_anchors, read_edges
+from webgather.store.summary import read_summary, write_summary
 from webgather.store.warc import Archive
 from webgather.store.writer import ArchiveWriter
 
@@ -122,3 +125,17 @@ def test_other_writer_errors_stay_store_errors(tmp_path: Path) -> None:
     assert not isinstance(caught.value, WriteFailed)
     with pytest.raises(StoreError):
         writer.close()
+
+
+def test_a_summary_that_cannot_be_written_is_write_failed_and_the_old_one_stays(monkeypatch: pytest.MonkeyPatch,
+                                                                               tmp_path: Path) -> None:
+    write_summary(tmp_path, {"pages": 1})
+
+    def full(_fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(WriteFailed, match=r"disk full: cannot write .*summary.json: .*\(ENOSPC\)"):
+        write_summary(tmp_path, {"pages": 2})
+    assert read_summary(tmp_path) == {"pages": 1}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["summary.json"]
