@@ -14,6 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,6 +22,7 @@ from webgather.cli import EXIT_WRITE_FAILED
 from webgather.config import to_toml
 from webgather.errors import WriteFailed
 from webgather.runtime.crawl import run_crawl
+from webgather.runtime.robots_driver import RobotsDriver
 from webgather.store.cdxj import parse_line
 from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.graph import WebModel
@@ -136,4 +138,36 @@ async def test_a_log_that_cannot_be_written_stops_the_crawl_and_loses_no_url(mon
         summary = await run_crawl(config, [seed])
         expected = crawl_outcomes(model, [seed], config, now_s=server.clock.wall())
     assert summary["finished"] is True and "write_failed" not in summary
+    assert set(fetched_urls(final_entries(out))) == set(expected.fetched)
+
+
+async def test_a_full_disk_right_after_a_host_is_given_up_loses_none_of_its_urls(monkeypatch: pytest.MonkeyPatch,
+                                                                                tmp_path: Path) -> None:
+    """The disk fills the moment a host's robots.txt is given up. Its queued URLs used to be
+    removed from the frontier at once, their robots_unavailable lines left in the writer: lost.
+    Now each is completed only once its line is stored, so the resume logs every one."""
+    model = WebModel(WebParams.for_tests())
+    out = tmp_path / "out"
+    disk = FullDisk(monkeypatch, "crawl.log.jsonl")
+    disk.full = False
+    give_up = RobotsDriver._drop
+
+    def drop_then_fill(driver: RobotsDriver, host: str, dead: Any) -> None:
+        give_up(driver, host, dead)
+        disk.full = True
+
+    monkeypatch.setattr(RobotsDriver, "_drop", drop_then_fill)
+    async with TestWebServer(model) as server:
+        config = crawl_config(crawl_config_for(model.params), out, write_resolve(server, tmp_path), min_delay_s=0.01)
+        seed = server.home_url(0)
+        with pytest.raises(WriteFailed, match="disk full"):
+            await run_crawl(config, [seed])
+        monkeypatch.setattr(RobotsDriver, "_drop", give_up)
+        disk.full = False
+        await run_crawl(config, [seed])
+        expected = crawl_outcomes(model, [seed], config, now_s=server.clock.wall())
+    given_up = {url for url, outcome in expected.outcomes.items() if outcome.error == "robots_unavailable"}
+    assert given_up, "the test web has no host whose robots.txt is unavailable"
+    logged = {e["url"] for e in final_entries(out)}
+    assert given_up <= logged, f"lost {sorted(given_up - logged)[:8]}"
     assert set(fetched_urls(final_entries(out))) == set(expected.fetched)
