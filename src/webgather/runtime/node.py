@@ -19,6 +19,7 @@ import signal
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from webgather.errors import WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
@@ -70,9 +71,11 @@ class CrawlNode:
         self._after_route = after_route
         self._hooks = hooks
         self._page_permit = page_permit
-        self._robots = RobotsDriver(parts, self._route, self._wakeup.set, hooks)
+        self._robots = RobotsDriver(parts, self._route, self._wakeup.set, hooks, self.fail)
         self.robots_busy = self._robots.busy
         """Hosts whose robots.txt request is under way."""
+        self.failure: WriteFailed | None = None
+        """The write that stopped the crawl (disk full): :meth:`run` raises it."""
 
     # -- routing ------------------------------------------------------------
     def add_local(self, items: list[CrawlItem], now: float) -> list[CrawlItem]:
@@ -121,6 +124,11 @@ class CrawlNode:
         self._stopping = True
         self._wakeup.set()
 
+    def fail(self, exc: WriteFailed) -> None:
+        """A write failed: stop. Items in flight stay so in the frontier (fetched again on resume)."""
+        self.failure = self.failure or exc
+        self.stop()
+
     async def run(self) -> None:
         """Crawl until the frontier is empty, max_pages is reached, or stop()."""
         loop = asyncio.get_running_loop()
@@ -134,6 +142,8 @@ class CrawlNode:
         finally:
             if self._handle_signals:
                 self._signals(loop, install=False)
+        if self.failure is not None:
+            raise self.failure
 
     def _signals(self, loop: asyncio.AbstractEventLoop, install: bool) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -252,6 +262,9 @@ class CrawlNode:
 
     async def _record_internal_error(self, item: CrawlItem, exc: Exception) -> None:
         parts = self.parts
+        if isinstance(exc, WriteFailed):  # the page is not done: it stays in flight
+            self.fail(exc)
+            return
         entry = unfetched_entry(item, "internal", self.node_id, parts.clock.wall())
         entry["detail"] = f"{type(exc).__name__}: {exc}"[:300]
         try:

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from webgather.config import CrawlConfig
+from webgather.errors import WriteFailed
 from webgather.fetch.http import HttpClient
 from webgather.fetch.model import FetchResult
 from webgather.fetch.resolver import Resolver
@@ -29,6 +31,8 @@ from webgather.store.warc import ArchiveRef
 from webgather.store.writer import ArchiveWriter
 
 __all__ = ["NodeParts", "WriterPort", "open_parts", "robots_gate"]
+
+_log = logging.getLogger(__name__)
 
 LinkArgs = tuple[str, int, int, list[tuple[str, int, int, str, bool]]]
 
@@ -72,9 +76,6 @@ class WriterPort:
         await self.writer.wait_for_room()
         self.writer.submit_log(entry)
         await self._durable()
-
-    def log_nowait(self, entry: dict[str, object]) -> None:
-        self.writer.submit_log(entry)
 
     async def _durable(self) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -143,16 +144,38 @@ async def open_parts(
         writer = ArchiveWriter.open(out_dir, node_id, config.store)
         robots = robots_gate(config)
         stats = CrawlStats(started_at=clock.wall())
+        failed = False
         try:
             async with HttpClient(config.fetch, resolver, clock) as http:
                 yield NodeParts(
                     config, node_id, out_dir, clock, resolver, http, frontier,
                     WriterPort(writer), robots, Scope(config.scope, seeds), stats, parser,
                 )
+        except WriteFailed:
+            failed = True
+            raise
         finally:
             try:
                 await parser.close()
-                await writer.drain()
             finally:
+                await _close(writer, frontier, after_failure=failed)
+
+
+async def _close(writer: ArchiveWriter, frontier: Frontier, *, after_failure: bool) -> None:
+    """Drain and close the writer, then close (checkpoint) the frontier, each attempted.
+
+    ``after_failure``: a failed write stopped the crawl, and that first failure
+    (naming the file that could not be written) is the one reported; the same
+    full disk failing the closing writes again is only logged."""
+    try:
+        try:
+            await writer.drain()
+        finally:
+            try:
                 writer.close()
+            finally:  # after a failed write too: what was journaled is checkpointed
                 frontier.close()
+    except WriteFailed as exc:
+        if not after_failure:
+            raise
+        _log.info("closing after a failed write: %s", exc)
