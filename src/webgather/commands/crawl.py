@@ -60,6 +60,8 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt (only for servers you own)")
     add("--no-progress", action="store_true", help="no live progress display")
     add("--pin-cpu", default=None, help='keep the node on one CPU: "auto" (default), "off", or a CPU index')
+    add("--allow-address", action="append", default=None, metavar="CIDR",
+        help="connect to this private network even so (repeatable; e.g. 127.0.0.0/8 for a testweb on loopback)")
 
 
 def config_from_args(args: argparse.Namespace) -> CrawlConfig:
@@ -80,6 +82,7 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
         "robots.obey": False if args.ignore_robots else None,
         "progress": False if args.no_progress else None,
         "pin_cpu": args.pin_cpu,
+        "fetch.allow_addresses": tuple(args.allow_address) if args.allow_address else None,
     }
     from webgather.commands.recrawl import recrawl_cli
 

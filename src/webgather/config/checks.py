@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 from webgather.config.sections import CrawlConfig
 from webgather.errors import ConfigError
 
@@ -31,7 +33,17 @@ def validate(config: CrawlConfig) -> None:
         (config.robots.ttl_s > 0 and config.robots.error_retry_s >= 0, "robots.ttl_s must be > 0, error_retry_s >= 0"),
         (config.robots.retry_factor >= 1, "robots.retry_factor must be >= 1"),
         (config.robots.max_tries >= 1 and config.robots.max_hosts >= 1, "robots.max_tries and max_hosts must be >= 1"),
+        (_networks_ok(config.fetch.allow_addresses), "fetch.allow_addresses: each must be an address or CIDR network"),
     ]
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
+
+
+def _networks_ok(cidrs: tuple[str, ...]) -> bool:
+    try:
+        for cidr in cidrs:
+            ipaddress.ip_network(cidr.strip(), strict=False)
+    except ValueError:
+        return False
+    return True
