@@ -13,7 +13,9 @@ from typing import Any
 
 from webgather.config import CrawlConfig, load
 from webgather.errors import ConfigError
+from webgather.cluster._common import check_node
 from webgather.seeds import read_seeds
+from webgather.store.outdir import prepare_out_dir
 
 __all__ = ["add_crawl_options", "check_combinations", "config_from_args", "register", "run_main_job"]
 
@@ -21,6 +23,8 @@ __all__ = ["add_crawl_options", "check_combinations", "config_from_args", "regis
 def register(sub: Any) -> None:
     parser = sub.add_parser("crawl", help="crawl from seeds into --out (resumes if --out has state)")
     parser.add_argument("seeds", nargs="*", metavar="SEED", help="seed URLs, or @FILE with one per line")
+    parser.add_argument("--allow-bare-hosts", action="store_true",
+                        help="accept seeds whose host is one label (localhost, intranet names); else a typo guard refuses them")
     add_crawl_options(parser)
     from webgather.commands.recrawl import add_recrawl_options
 
@@ -33,12 +37,16 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     """``--workers N`` / ``--redis URL --crawl NAME``: a cluster crawl (see webgather.runtime.cluster_run)."""
     add = parser.add_argument
     add("--workers", type=int, default=None, help="crawl with N node processes on this machine")
-    add("--redis", default=None, help="Redis URL of a cluster crawl (default with --workers: an embedded one under --out)")
+    add("--redis", default=None, help="Redis URL of a cluster crawl, or @FILE holding it (default: WEBGATHER_REDIS_URL "
+        "if --crawl is given, else with --workers an embedded one under --out)")
     add("--crawl", default=None, help="name of the cluster crawl in that Redis (other nodes join it by name)")
     add("--buckets", type=int, default=None, help="M of the two-stage mapping (fixed per crawl; default 4096)")
     add("--partition-by", choices=["host", "ip"], default=None,
         help="partition hosts over nodes by host, or by address (as first resolved; per-IP caps hold cluster-wide)")
     add("--node-id", default=None, help="with --redis and no --workers: this node's id")
+    from webgather.commands.redis_url import add_redis_file_option
+
+    add_redis_file_option(parser)
 
 
 def add_crawl_options(parser: argparse.ArgumentParser) -> None:
@@ -118,9 +126,15 @@ def check_combinations(args: argparse.Namespace) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from webgather.commands.redis_url import resolve_redis_url
+
     check_combinations(args)
+    resolve_redis_url(args, use_env=args.crawl is not None)  # a named cluster crawl lives in a shared Redis
     config = config_from_args(args)
-    seeds = read_seeds(args.seeds)
+    seeds = read_seeds(args.seeds, allow_bare_hosts=args.allow_bare_hosts)
+    if args.node_id is not None:
+        check_node(args.node_id)  # before any directory or connection
+    prepare_out_dir(config.out_dir)
     if getattr(args, "workers", None) or getattr(args, "redis", None):
         from webgather.commands.node import run_cluster_main
 
