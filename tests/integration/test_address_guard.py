@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from webgather.config import CrawlConfig, FetchConfig, PolitenessConfig, ScopeConfig
+from webgather.config import CrawlConfig, FetchConfig, PolitenessConfig, RobotsConfig, ScopeConfig
 from webgather.fetch.http import HttpClient
 from webgather.fetch.resolver import Resolver
 from webgather.runtime.clock import SystemClock
@@ -84,11 +84,13 @@ async def test_a_crawl_never_reaches_a_private_address(forbidden: TinyServer, tm
     pages = {"/": (200, "", f'<html><body>{links}<a href="/hop">hop</a></body></html>'),
              "/hop": (302, f"Location: http://127.0.0.1:{port}/redirected\r\n", "")}
     resolve = tmp_path / "resolve.txt"
-    resolve.write_text("localhost 127.0.0.1\ninternal.example.com 10.11.12.13\n")  # no real DNS
+    # no real DNS; a name with a private answer points at the forbidden server too, so that even a
+    # broken guard could only ever reach loopback (unit tests cover 10/8, 169.254/16 and the rest)
+    resolve.write_text("localhost 127.0.0.1\ninternal.example.com 127.0.0.1\n")
     async with TinyServer("127.0.0.2", pages) as allowed:
         config = CrawlConfig(
             out_dir=str(tmp_path / "out"), progress=False, pin_cpu="off",
-            politeness=PolitenessConfig(min_delay_s=0.0),
+            politeness=PolitenessConfig(min_delay_s=0.0), robots=RobotsConfig(error_retry_s=0.05),
             scope=ScopeConfig(mode="any"),
             fetch=FetchConfig(resolve_file=str(resolve), allow_addresses=("127.0.0.2/32",), connect_timeout_s=2.0),
         )
