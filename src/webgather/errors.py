@@ -18,7 +18,7 @@ boundary that talks to that library, so callers never catch a library's types::
     │   ├── ProtocolViolation      "protocol"      malformed HTTP from the server
     │   ├── InvalidUrl             "invalid_url"   not an http(s) URL the fetcher can request
     │   ├── RedirectLoop           "redirect_loop" redirect back into its own chain or past max_redirects
-    │   └── ForbiddenAddress       "forbidden_address" resolved to a private address (fetch.deny_private_addresses)
+    │   └── ForbiddenAddress       "forbidden_address" resolved to a private address the guard refuses
     ├── StoreError             the archive or crawl state cannot be written or read
     │   └── CorruptState           persisted state is unreadable (a clear message, never a silent reset)
     ├── FrontierError          the frontier was used wrongly (e.g. complete() of an item not in flight)

@@ -111,3 +111,25 @@ def test_testweb_config_allows_its_own_loopback_web() -> None:
     fetch = crawl_config_for(WebParams.for_tests()).fetch
     assert fetch.deny_private_addresses and fetch.allow_addresses == ("127.0.0.0/8",)
     assert dataclasses.replace(fetch, allow_addresses=()).allow_addresses == ()
+
+
+@pytest.mark.parametrize("transport", ["native", "aiohttp"])
+async def test_a_rebinding_name_cannot_slip_past_between_check_and_connect(transport: str,
+                                                                          forbidden: TinyServer) -> None:
+    """A name whose answer turns private between two lookups (DNS rebinding, TTL 0): aiohttp resolves
+    again inside its connector, and that second answer passes the guard too."""
+    answers = iter(["127.0.0.2", "127.0.0.1", "127.0.0.1"])
+
+    async def lookup(name: str) -> list[str]:
+        return [next(answers)]
+
+    config = FetchConfig(http_client=transport,  # type: ignore[arg-type]
+                         allow_addresses=("127.0.0.2/32",), dns_ttl_s=0.0, connect_timeout_s=2.0)
+    resolver = Resolver.from_config(config, SystemClock(), lookup=lookup)
+    async with HttpClient(config, resolver, SystemClock()) as client:
+        result = await client.fetch(f"http://rebind.example.com:{forbidden.port}/")
+    if transport == "native":  # one lookup, and the connection goes to that checked answer
+        assert result.peer_ip == "127.0.0.2" and result.error != "forbidden_address"
+    else:
+        assert result.error == "forbidden_address", result
+    assert forbidden.connections == 0

@@ -24,7 +24,8 @@ def register(sub: Any) -> None:
     parser = sub.add_parser("crawl", help="crawl from seeds into --out (resumes if --out has state)")
     parser.add_argument("seeds", nargs="*", metavar="SEED", help="seed URLs, or @FILE with one per line")
     parser.add_argument("--allow-bare-hosts", action="store_true",
-                        help="accept seeds whose host is one label (localhost, intranet names); else a typo guard refuses them")
+                        help="accept seeds whose host is one label (localhost, intranet names); "
+                        "without it such a seed is refused as a likely typo")
     add_crawl_options(parser)
     from webgather.commands.recrawl import add_recrawl_options
 
