@@ -65,7 +65,7 @@ def test_bad_node_ids_are_refused_before_any_directory(node_id: str, tmp_path: P
 @pytest.mark.parametrize("out", ["afile", "afile/sub", "/proc"])
 def test_unusable_out_is_a_one_line_error(command: str, out: str, tmp_path: Path) -> None:
     (tmp_path / "afile").write_text("not a directory")
-    args = {"crawl": ["crawl", "http://127.0.0.1:9/", "--out", out, "--no-progress"],
+    args = {"crawl": ["crawl", "http://127.0.0.1:9/", "--allow-address", "127.0.0.1", "--out", out, "--no-progress"],
             "node": ["node", "--redis", "redis://127.0.0.1:1", "--crawl", "c", "--out", out],
             "recrawl": ["recrawl", out]}[command]
     missing = command == "recrawl" and out == "afile/sub"  # recrawl names a crawl that is not there
@@ -97,3 +97,12 @@ def test_redis_url_from_file_env_and_at_path(tmp_path: Path) -> None:
     # the variable is not a config setting: a plain crawl with it set is not an "unknown setting" error
     done = _run("crawl", "http//bad", "--out", "o", cwd=tmp_path, env={"WEBGATHER_REDIS_URL": "redis://x"})
     _one_line_error(done, "mistyped scheme")
+
+
+def test_a_seed_at_a_refused_address_is_an_error_not_an_empty_crawl(tmp_path: Path) -> None:
+    resolve = tmp_path / "resolve.txt"
+    resolve.write_text("intranet.example.com 127.0.0.1\n")  # loopback: a broken check could reach nothing else
+    for seed in ("http://127.0.0.1:9/", "http://0x7f000001:9/", "http://[::1]:9/", "http://intranet.example.com/"):
+        done = _run("crawl", seed, "--resolve", str(resolve), "--out", "out", "--no-progress", cwd=tmp_path)
+        _one_line_error(done, "private address", "--allow-address")
+    assert not (tmp_path / "out").exists()

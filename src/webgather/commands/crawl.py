@@ -17,7 +17,9 @@ from webgather.cluster._common import check_node
 from webgather.seeds import read_seeds
 from webgather.store.outdir import prepare_out_dir
 
-__all__ = ["add_crawl_options", "check_combinations", "config_from_args", "register", "run_main_job"]
+__all__ = [
+    "add_crawl_options", "check_combinations", "check_seed_addresses", "config_from_args", "register", "run_main_job",
+]
 
 
 def register(sub: Any) -> None:
@@ -135,6 +137,7 @@ def _main(args: argparse.Namespace) -> int:
     seeds = read_seeds(args.seeds, allow_bare_hosts=args.allow_bare_hosts)
     if args.node_id is not None:
         check_node(args.node_id)  # before any directory or connection
+    check_seed_addresses(config, seeds)
     prepare_out_dir(config.out_dir)
     if getattr(args, "workers", None) or getattr(args, "redis", None):
         from webgather.commands.node import run_cluster_main
@@ -147,6 +150,24 @@ def _main(args: argparse.Namespace) -> int:
     summary = run_main_job(config, seeds)
     print_summary(summary)
     return 0
+
+
+def check_seed_addresses(config: CrawlConfig, seeds: list[str]) -> None:
+    """A seed the destination guard would refuse is a contradiction in the command, not a crawl that
+    "finishes" with nothing: a one-line error. Only addresses known without DNS count (IP literals,
+    the resolve file); a name whose DNS answer is private is refused during the crawl."""
+    from webgather.fetch.guard import AddressGuard
+    from webgather.fetch.resolver import ip_literal, load_resolve_file
+    from webgather.urls import hostname
+
+    guard = AddressGuard.from_config(config.fetch)
+    static = load_resolve_file(config.fetch.resolve_file) if config.fetch.resolve_file else {}
+    for url in seeds:
+        host = hostname(url)
+        address = ip_literal(host) or static.get(host.strip("[]").rstrip("."))
+        if address is not None and not guard.permits(address):
+            raise ConfigError(f"seed {url} is at {address}, a private address fetch.deny_private_addresses refuses: "
+                              f"add --allow-address {address} (or its network) to crawl it")
 
 
 def print_summary(summary: dict[str, Any]) -> None:
