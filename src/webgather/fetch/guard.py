@@ -78,7 +78,11 @@ class AddressGuard:
         return any(ip.version == net.version and ip in net for net in self.allow)
 
     def check(self, host: str, address: str) -> None:
-        if not self.permits(address):
+        try:
+            permitted = self.permits(address)
+        except ValueError:  # a lookup that answered no IP address cannot be judged, so it is not reached
+            raise ForbiddenAddress(f"{host}: {address!r} is not an IP address") from None
+        if not permitted:
             raise ForbiddenAddress(
                 f"{host} is at {address}, a private address (fetch.deny_private_addresses; "
                 "exempt networks with fetch.allow_addresses or --allow-address)"

@@ -35,6 +35,11 @@ def test_public_addresses_pass(address: str) -> None:
     assert AddressGuard(deny_private=True).permits(address)
 
 
+def test_an_answer_that_is_no_address_is_refused_not_a_traceback() -> None:
+    with pytest.raises(ForbiddenAddress, match="not an IP address"):
+        AddressGuard(deny_private=True).check("h", "not-an-ip")
+
+
 def test_allow_list_exempts_exactly_its_networks() -> None:
     guard = AddressGuard(deny_private=True, allow=["127.0.0.0/8", "fd00::/8", "10.0.0.5"])
     assert guard.permits("127.0.1.1") and guard.permits("::ffff:127.0.0.2") and guard.permits("fd00::7")
