@@ -25,8 +25,10 @@ PUBLIC = ["93.184.216.34", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8"]
 @pytest.mark.parametrize("address", PRIVATE)
 def test_private_addresses_are_refused(address: str) -> None:
     assert is_private(ipaddress.ip_address(address))
-    with pytest.raises(ForbiddenAddress, match="private address"):
-        AddressGuard(deny_private=True).check("h", address)
+    guard = AddressGuard(deny_private=True)
+    for _ in range(2):  # the second verdict comes from the guard's cache
+        with pytest.raises(ForbiddenAddress, match="private address"):
+            guard.check("h", address)
     assert AddressGuard(deny_private=False).permits(address)
 
 
