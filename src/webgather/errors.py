@@ -17,7 +17,8 @@ boundary that talks to that library, so callers never catch a library's types::
     │   ├── DecompressionBomb      "bomb"          decoded body over max_decoded_bytes
     │   ├── ProtocolViolation      "protocol"      malformed HTTP from the server
     │   ├── InvalidUrl             "invalid_url"   not an http(s) URL the fetcher can request
-    │   └── RedirectLoop           "redirect_loop" redirect back into its own chain or past max_redirects
+    │   ├── RedirectLoop           "redirect_loop" redirect back into its own chain or past max_redirects
+    │   └── ForbiddenAddress       "forbidden_address" resolved to a private address the guard refuses
     ├── StoreError             the archive or crawl state cannot be written or read
     │   ├── CorruptState           persisted state is unreadable (a clear message, never a silent reset)
     │   └── WriteFailed            a write to disk failed (full, quota, I/O error): the crawl stops, what is stored stays whole
@@ -46,6 +47,7 @@ __all__ = [
     "DnsFailed",
     "FetchError",
     "FetchTimeout",
+    "ForbiddenAddress",
     "FrontierError",
     "IncompatibleCrawl",
     "InvalidUrl",
@@ -116,6 +118,12 @@ class InvalidUrl(FetchError):
 
 class RedirectLoop(FetchError):
     kind = "redirect_loop"
+
+
+class ForbiddenAddress(FetchError):
+    """The host resolved to an address the crawl must not connect to (see webgather.fetch.guard)."""
+
+    kind = "forbidden_address"
 
 
 class StoreError(WebgatherError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 from webgather.config.sections import CrawlConfig
 from webgather.errors import ConfigError
 
@@ -34,7 +36,17 @@ def validate(config: CrawlConfig) -> None:
         (config.parse.max_seconds > 0, "parse.max_seconds must be > 0"),
         (config.parse.workers >= 1, "parse.workers must be >= 1"),
         (config.parse.inline_max_tags >= 0 and config.parse.inline_max_bytes >= 0, "parse.inline_max_tags and inline_max_bytes must be >= 0"),
+        (_networks_ok(config.fetch.allow_addresses), "fetch.allow_addresses: each must be an address or CIDR network"),
     ]
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
+
+
+def _networks_ok(cidrs: tuple[str, ...]) -> bool:
+    try:
+        for cidr in cidrs:
+            ipaddress.ip_network(cidr.strip(), strict=False)
+    except ValueError:
+        return False
+    return True

@@ -68,6 +68,12 @@ class FetchConfig:
     """Kept-alive connections waiting for their host's next request (oldest closed first)."""
     http_client: Literal["native", "aiohttp"] = "native"
     """The HTTP/1.1 transport: ours over asyncio protocols (less CPU per fetch), or aiohttp's."""
+    deny_private_addresses: bool = True
+    """Refuse to connect to loopback, RFC 1918, link-local, fc00::/7, CGNAT, multicast, reserved and
+    unspecified addresses (and IPv6 forms carrying them), judged on the resolved address whatever the
+    URL's spelling: pages cannot steer the crawler into internal services. Logged as forbidden_address."""
+    allow_addresses: tuple[str, ...] = ()
+    """Networks (CIDR, or one address) exempt from deny_private_addresses, e.g. "127.0.0.0/8"."""
 
 
 @dataclass(frozen=True, slots=True)

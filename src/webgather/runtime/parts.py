@@ -155,20 +155,19 @@ async def open_parts(
             failed = True
             raise
         finally:
-            try:
-                await parser.close()
-            finally:
-                await _close(writer, frontier, after_failure=failed)
+            await _close(parser, writer, frontier, after_failure=failed)
 
 
-async def _close(writer: ArchiveWriter, frontier: Frontier, *, after_failure: bool) -> None:
-    """Drain and close the writer, then close (checkpoint) the frontier, each attempted.
+async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, *, after_failure: bool) -> None:
+    """End the parser processes, drain and close the writer, then close (checkpoint) the
+    frontier, each attempted.
 
     ``after_failure``: a failed write stopped the crawl, and that first failure
     (naming the file that could not be written) is the one reported; the same
     full disk failing the closing writes again is only logged."""
     try:
         try:
+            await parser.close()
             await writer.drain()
         finally:
             try:

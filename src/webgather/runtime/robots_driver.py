@@ -144,8 +144,9 @@ class RobotsDriver:
             parts.stats.robots_fetches += 1
             await parts.writer.write(result, robots_entry(result, parts.node_id), None)
         now = parts.clock.monotonic()
-        if outcome.dns_failed:  # retrying DNS for minutes helps nobody
-            self._drop(host, self.gate.give_up(host, now, "dns", "host does not resolve"))
+        if outcome.host_error:  # retrying DNS, or an address the guard refuses, for minutes helps nobody
+            detail = "host does not resolve" if outcome.host_error == "dns" else "private address refused"
+            self._drop(host, self.gate.give_up(host, now, outcome.host_error, detail))
         elif outcome.rules is None:
             self._failed(host, outcome.results[-1], now)
         else:
