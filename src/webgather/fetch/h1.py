@@ -7,7 +7,10 @@ they refuse raises :class:`ProtocolViolation` (the head) or
 :class:`TruncatedBody` (broken chunk framing), never anything else.
 
 Limits follow aiohttp's defaults, which the crawler used before: a head line
-(status or one field) of at most 8,190 bytes, a head of at most 64 KiB.
+(status or one field) of at most 8,190 bytes, a head of at most 64 KiB
+(blank line included, however the bytes arrived), and at most
+:data:`MAX_FIELDS` header fields, as Python's ``http.client`` and Apache's
+``LimitRequestFields`` allow (aiohttp allows 128).
 """
 
 from __future__ import annotations
@@ -18,10 +21,13 @@ from dataclasses import dataclass
 from webgather.errors import ProtocolViolation, TruncatedBody
 from webgather.fetch.model import Headers
 
-__all__ = ["MAX_HEAD_BYTES", "Chunked", "ResponseHead", "head_end", "parse_head", "request_bytes"]
+__all__ = [
+    "MAX_FIELDS", "MAX_HEAD_BYTES", "Chunked", "ResponseHead", "head_end", "parse_head", "request_bytes",
+]  # fmt: skip
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_LINE_BYTES = 8190
+MAX_FIELDS = 100
 _STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d) (\d{3})(?: (.*))?\Z", re.DOTALL)
 _FIELD_NAME = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;.*)?\Z", re.DOTALL)
@@ -62,6 +68,8 @@ def head_end(buffer: bytes | bytearray) -> int:
 
 def parse_head(raw: bytes) -> ResponseHead:
     """The status line and fields of ``raw`` (a whole head, its blank line included)."""
+    if len(raw) > MAX_HEAD_BYTES:
+        raise ProtocolViolation("response head over 64 KiB")
     lines = raw.split(b"\n")
     status_line = lines[0].rstrip(b"\r")
     if len(status_line) > MAX_LINE_BYTES:
@@ -96,6 +104,8 @@ def _fields(lines: list[bytes]) -> Headers:
         name, colon, value = line.partition(b":")
         if not colon or not _FIELD_NAME.match(name):
             raise ProtocolViolation(f"malformed header field: {_show(line)}")
+        if len(fields) == MAX_FIELDS:
+            raise ProtocolViolation(f"over {MAX_FIELDS} header fields")
         fields.append([name, value.strip(b" \t")])
     return tuple((_text(name), _text(value)) for name, value in fields)
 
