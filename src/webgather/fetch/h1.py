@@ -70,6 +70,8 @@ def parse_head(raw: bytes) -> ResponseHead:
     """The status line and fields of ``raw`` (a whole head, its blank line included)."""
     if len(raw) > MAX_HEAD_BYTES:
         raise ProtocolViolation("response head over 64 KiB")
+    if b"\0" in raw or raw.count(b"\r") != raw.count(b"\r\n"):  # RFC 9110 5.5: reject, or replace
+        raise ProtocolViolation("a NUL or a bare CR in the response head")
     lines = raw.split(b"\n")
     status_line = lines[0].rstrip(b"\r")
     if len(status_line) > MAX_LINE_BYTES:
