@@ -185,7 +185,8 @@ class Chunked:
                     raise TruncatedBody("broken chunk framing: a line over 8190 bytes")
                 self._buffer = buffer[at:]
                 break
-            self._line(buffer[at:line_end].rstrip(b"\r"))
+            line = buffer[at:line_end]
+            self._line(line[:-1] if line.endswith(b"\r") else line)  # one CR: "\r\r\n" is no line end
             at = line_end + 1
         if self.done:
             self.rest = buffer[at:]

@@ -66,7 +66,8 @@ KNOWN: dict[str, Rule] = {
     # preceding CR". Ours does (crawlers meet such servers); llhttp's strict mode refuses.
     "bare LF line end": lambda raw, o, t: (
         _ok(o) and not _ok(t) and re.search(rb"(?<!\r)\n", raw) is not None
-        and ("CR" in t.detail or "Invalid response status" in t.detail)
+        and ("CR" in t.detail or "Invalid response status" in t.detail
+             or (b"\r\n\n" in raw and "Invalid header field char" in t.detail))  # a head ending "\r\n\n"
     ),
     # RFC 9112 6.3 (1): 1xx, 204 and 304 responses end at their head "regardless of the header
     # fields present"; ours ignores their Content-Length/Transfer-Encoding, llhttp validates them.
@@ -92,6 +93,11 @@ KNOWN: dict[str, Rule] = {
         _ok(o) and "Invalid header value char" in t.detail
         and re.search(rb"[\x01-\x08\x0b\x0c\x0e-\x1f\x7f]", raw) is not None
     ),
+    # RFC 9112 4: reason-phrase = 1*( HTAB / SP / VCHAR / obs-text ): no NUL or CR. Ours refuses
+    # them as in field values; llhttp lets a NUL through in the reason phrase.
+    "NUL in the reason": lambda raw, o, t: (
+        "NUL or a bare CR" in o.detail and _ok(t) and re.search(rb"[\0\r]", raw.split(b"\n", 1)[0][:-1]) is not None
+    ),
     # RFC 9112 7.1.2: a recipient may discard the trailer section; ours reads it only to its end.
     "trailer section": lambda raw, o, t: _ok(o) and t.detail.startswith("trailer:"),
     # RFC 9112 7.1.1: "A recipient MUST ignore unrecognized chunk extensions"; ours does not
@@ -103,10 +109,14 @@ KNOWN: dict[str, Rule] = {
     # RFC 9112 2.3/4: ours takes HTTP/1.x with a 3-digit status of at least 100 only; llhttp
     # accepts "HTTP/2.0" and "099" on an HTTP/1 connection.
     "status line": lambda raw, o, t: "unsupported status line" in o.detail and t.outcome != "error",
-    # After an interim response llhttp stops at "Connection: close" or junk; ours reads on for the
-    # final response (RFC 9110 15.2: one must follow) and judges what comes as its status line.
+    # RFC 9112 2.2 asks servers to skip empty lines before a request-line; for a status line it
+    # says nothing, and ours refuses them while llhttp skips them.
+    "empty line first": lambda raw, o, t: raw[:1] in (b"\r", b"\n") and "status line" in o.detail,
+    # After an interim response llhttp stops at "Connection: close" or junk (or waits for a body
+    # its Content-Length promises); ours reads on for the final response (RFC 9110 15.2: one must
+    # follow), judges what comes as its status line, and without one the fetch has no response.
     "after a 1xx": lambda raw, o, t: (
-        o.outcome == "error" and t.outcome == "eof" and re.match(rb"HTTP/1\.\d 1\d\d", raw) is not None
+        o.outcome != "complete" and t.outcome == "eof" and re.match(rb"HTTP/1\.\d 1\d\d", raw) is not None
     ),
     # RFC 9112 9.6: "close" ends persistence whatever else Connection lists; llhttp's HTTP/1.0
     # keep-alive flag wins over it.
@@ -156,3 +166,10 @@ def test_our_parser_agrees_with_llhttp_or_the_rfc_says_why(pieces: list[bytes]) 
 def test_a_bare_cr_or_nul_in_the_head_is_an_error_as_for_llhttp(raw: bytes) -> None:
     """Found by the fuzzer: ours kept a CR or NUL inside a value (RFC 9110 5.5: reject or replace)."""
     assert ours([raw]).outcome == llhttp([raw]).outcome == "error"
+
+
+def test_chunk_data_ended_by_two_crs_is_an_error_as_for_llhttp() -> None:
+    """Found by the fuzzer: ours stripped every CR before the LF after chunk data (RFC 9112 7.1: CRLF)."""
+    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\r\n0\r\n\r\n"
+    assert ours([raw]).outcome == llhttp([raw]).outcome == "error"
+    assert "broken chunk framing" in ours([raw]).detail
