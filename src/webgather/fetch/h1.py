@@ -57,10 +57,10 @@ def request_bytes(path: str, headers: Headers) -> bytes:
     return "\r\n".join(lines).encode("utf-8", "surrogateescape")
 
 
-def head_end(buffer: bytes | bytearray) -> int:
-    """Index just past the blank line that ends a head in ``buffer``, or -1."""
-    crlf = buffer.find(b"\r\n\r\n")
-    lf = buffer.find(b"\n\n", 0, crlf if crlf >= 0 else len(buffer))  # bare-LF heads are rare
+def head_end(buffer: bytes | bytearray, start: int = 0) -> int:
+    """Index just past the blank line that ends a head in ``buffer``, looking from ``start``, or -1."""
+    crlf = buffer.find(b"\r\n\r\n", start)
+    lf = buffer.find(b"\n\n", start, crlf if crlf >= 0 else len(buffer))  # bare-LF heads are rare
     if lf >= 0:
         return lf + 2
     return crlf + 4 if crlf >= 0 else -1
