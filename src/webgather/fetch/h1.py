@@ -198,7 +198,7 @@ class Chunked:
                 raise TruncatedBody(f"broken chunk framing: {_show(line)} after a chunk")
             self._state = "size"
         elif self._state == "size":
-            match = _CHUNK_SIZE.match(line)
+            match = _CHUNK_SIZE.match(line) if b"\r" not in line else None  # a bare CR: no line end
             if match is None:
                 raise TruncatedBody(f"broken chunk framing: bad chunk size {_show(line)}")
             self._left = int(match[1], 16)

@@ -69,7 +69,7 @@ KNOWN: dict[str, Rule] = {
         _ok(o) and not _ok(t) and re.search(rb"(?<!\r)\n", raw) is not None
         and ("CR" in t.detail or "Invalid response status" in t.detail
              or (b"\r\n\n" in raw and "Invalid header field char" in t.detail))  # a head ending "\r\n\n"
-    ),
+    ) or (_ok(o) and "CR after chunk data" in t.detail),  # chunk data ending in CR, then a bare LF
     # RFC 9112 6.3 (1): 1xx, 204 and 304 responses end at their head "regardless of the header
     # fields present"; ours ignores their Content-Length/Transfer-Encoding, llhttp validates them.
     "bodiless status": lambda raw, o, t: _ok(o) and not _ok(t) and (o.status in (204, 304) or 100 <= (o.status or 0) < 200),
@@ -117,7 +117,8 @@ KNOWN: dict[str, Rule] = {
     # its Content-Length promises); ours reads on for the final response (RFC 9110 15.2: one must
     # follow), judges what comes as its status line, and without one the fetch has no response.
     "after a 1xx": lambda raw, o, t: (
-        o.outcome != "complete" and t.outcome == "eof" and re.match(rb"HTTP/1\.\d 1\d\d", raw) is not None
+        o.outcome != "complete" and re.match(rb"HTTP/1\.\d 1\d\d", raw) is not None
+        and (t.outcome == "eof" or "Data after `Connection: close`" in t.detail)
     ),
     # RFC 9112 9.6: "close" ends persistence whatever else Connection lists; llhttp's HTTP/1.0
     # keep-alive flag wins over it.
@@ -174,6 +175,12 @@ def test_chunk_data_ended_by_two_crs_is_an_error_as_for_llhttp() -> None:
     raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\na\r\r\n0\r\n\r\n"
     assert ours([raw]).outcome == llhttp([raw]).outcome == "error"
     assert "broken chunk framing" in ours([raw]).detail
+
+
+def test_a_bare_cr_in_a_chunk_size_line_is_an_error_as_for_llhttp() -> None:
+    """Found by the fuzzer: ours let a CR inside a chunk extension pass (RFC 9112 7.1.1 has none)."""
+    raw = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;a=b\r\tc\r\nx\r\n0\r\n\r\n"
+    assert ours([raw]).outcome == llhttp([raw]).outcome == "error"
 
 
 def test_a_head_trickling_in_one_byte_a_read_costs_linear_time() -> None:
