@@ -100,8 +100,12 @@ def decode_body(
     raw: bytes, content_encoding: str | None, max_decoded_bytes: int, deadline: Deadline | None = None
 ) -> bytes:
     """``raw`` with every Content-Encoding in ``content_encoding`` undone; see the module docstring."""
-    tokens = [c.strip().lower() for c in (content_encoding or "").split(",")]
+    tokens = [c.strip().lower() for c in content_encoding.split(",")] if content_encoding else []
     codings = [c for c in tokens if c and c != "identity"]
+    if not codings:  # the common case: the bytes as they came
+        if len(raw) > max_decoded_bytes:
+            raise DecompressionBomb(f"decoded body over {max_decoded_bytes} bytes")
+        return raw
     if len(codings) > MAX_CODINGS:
         raise ProtocolViolation(f"{len(codings)} content codings stacked (at most {MAX_CODINGS} accepted)")
     decoders = [_DECODERS.get(coding) for coding in codings]
@@ -112,9 +116,7 @@ def decode_body(
     data = raw
     for decoder in reversed(decoders):
         assert decoder is not None
-        data = decoder(data, budget)
-    if len(data) > max_decoded_bytes:  # identity: the raw body obeys the cap too
-        raise DecompressionBomb(f"decoded body over {max_decoded_bytes} bytes")
+        data = decoder(data, budget)  # within the budget: the last output was counted too
     return data
 
 
