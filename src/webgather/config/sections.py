@@ -54,7 +54,7 @@ class FetchConfig:
     max_body_bytes: int = 10 * 1024 * 1024
     """Bytes of body kept; a longer body is truncated and recorded as too_large."""
     max_decoded_bytes: int = 50 * 1024 * 1024
-    """Decompressed bytes allowed; past this a body is a compression bomb."""
+    """Decompressed bytes allowed, every content coding's output counted together; past this a body is a bomb."""
     max_redirects: int = 5
     max_retries: int = 2
     """Extra attempts for transient failures (timeouts, resets, 5xx, 429)."""
