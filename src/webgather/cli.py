@@ -1,7 +1,9 @@
 """``webgather`` command line: argparse -> config -> the command's entry point.
 
 User errors (:class:`~webgather.errors.WebgatherError`) print one line and exit
-with status 2; they never show a traceback. Ctrl-C exits with 130.
+with status 2; they never show a traceback. Ctrl-C exits with 130. A cluster
+crawl that did not finish exits with 1; one that finished but lost buckets it
+could not recover after a node died exits with 3 (``runtime.cluster_losses``).
 """
 
 from __future__ import annotations

@@ -28,6 +28,8 @@ def validate(config: CrawlConfig) -> None:
         (0 < config.cluster.heartbeat_s < config.cluster.member_ttl_s, "need 0 < cluster.heartbeat_s < cluster.member_ttl_s"),
         (config.cluster.interval_s > 0, "cluster.interval_s must be > 0"),
         (config.cluster.max_outage_s > 0, "cluster.max_outage_s must be > 0"),
+        (0 <= config.cluster.lease_margin_s and config.cluster.lease_margin_s + 2 * config.cluster.heartbeat_s
+         < config.cluster.member_ttl_s, "need 0 <= cluster.lease_margin_s < member_ttl_s - 2 * heartbeat_s"),
     ]
     for ok, message in checks:
         if not ok:

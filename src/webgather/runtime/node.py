@@ -17,9 +17,10 @@ import asyncio
 import math
 import signal
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from webgather.errors import WebgatherError
+from webgather.errors import Fenced, WebgatherError
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
@@ -56,8 +57,7 @@ class CrawlNode:
         If not, the dispatcher waits for :meth:`wake` (a cluster: crawl-wide ``max_pages``
         permits, ``runtime.cluster_permits``; a cycle's budget grant, ``runtime.cluster_budget``)."""
         self.parts = parts
-        self.node_id = parts.node_id
-        self.stats = parts.stats
+        self.node_id, self.stats = parts.node_id, parts.stats
         self._route: Router = router or self.add_local
         self._drain_timeout_s = drain_timeout_s
         self._wakeup = asyncio.Event()
@@ -69,8 +69,7 @@ class CrawlNode:
         self._host_fp = HostFingerprints()
         self._routed = RoutedUrls()
         self._slots = asyncio.Semaphore(parts.config.fetch.concurrency)
-        self._linger = linger
-        self._handle_signals = handle_signals
+        self._linger, self._handle_signals = linger, handle_signals
         self._after_route = after_route
         self._hooks = hooks
         self._page_permit = page_permit
@@ -226,8 +225,9 @@ class CrawlNode:
     async def _process(self, item: CrawlItem) -> None:
         try:
             await self._fetch_and_handle(item)
-        except asyncio.CancelledError:
-            raise
+        except Fenced:  # not sent: its bucket moved while this node was past its lease; the item goes with it
+            self.parts.frontier.retry(replace(item, attempt=item.attempt - 1), self.parts.clock.monotonic(),
+                                      not_before=0.0, error=False)
         except Exception as exc:  # worker top loop: one bad page must not end the crawl
             await self._record_internal_error(item, exc)
         finally:
@@ -242,10 +242,8 @@ class CrawlNode:
         if dead is not None or (rules is not None and not rules.allowed(item.url)):
             await self._record_unfetched(item, dead or "robots", release_host=True)
             return
-        if self._hooks is None:
-            result = await parts.http.fetch(item.url)
-        else:
-            result = await parts.http.fetch(item.url, headers=self._hooks.request_headers(item))
+        headers = self._hooks.request_headers(item) if self._hooks is not None else None
+        result = await parts.http.fetch(item.url, headers=headers)
         await self._handle(item, result)
 
     async def _handle(self, item: CrawlItem, result: FetchResult) -> None:
@@ -310,8 +308,9 @@ class CrawlNode:
         self.robots_busy.add(host)
         try:
             await self._fetch_robots_once(host, origin)
-        except asyncio.CancelledError:
-            raise
+        except Fenced:  # not sent (see _process): asked again later, unless forget_hosts says the host moved
+            self._robots_pending += 1
+            asyncio.get_running_loop().call_later(0.5, self._retry_robots, host, origin)
         except Exception as exc:  # worker top loop: a robots failure must not end the crawl
             self._drop_host(host, "robots_unavailable", f"{type(exc).__name__}: {exc}")
         finally:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from webgather.config import CrawlConfig
 from webgather.fetch.http import HttpClient
@@ -28,9 +29,15 @@ from webgather.scope import Scope
 from webgather.store.warc import ArchiveRef
 from webgather.store.writer import ArchiveWriter
 
-__all__ = ["NodeParts", "RobotsBook", "WriterPort", "open_parts"]
+__all__ = ["HttpPort", "NodeParts", "RobotsBook", "WriterPort", "open_parts"]
 
 LinkArgs = tuple[str, int, int, list[tuple[str, int, int, str, bool]]]
+
+
+class HttpPort(Protocol):
+    """What the run loop fetches with: :class:`HttpClient`, or a cluster node's fenced wrapper of it."""
+
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult: ...
 
 
 class RobotsBook:
@@ -123,7 +130,7 @@ class NodeParts:
     out_dir: Path
     clock: Clock
     resolver: Resolver
-    http: HttpClient
+    http: HttpPort
     frontier: Frontier
     writer: WriterPort
     robots: RobotsBook
