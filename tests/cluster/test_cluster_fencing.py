@@ -25,6 +25,7 @@ from webgather.cluster.embedded import EmbeddedRedis
 from webgather.cluster.mapping import bucket_of
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb import TestWebServer, WebModel, max_in_flight, min_gaps
+from webgather.testweb.records import per_key
 from webgather.urls import host_key
 
 M = 64
@@ -92,16 +93,16 @@ def _spans(summaries: list[dict[str, Any]], end: float, dead: str) -> dict[tuple
 
 
 def _foreign_requests(requests: list[dict[str, Any]], spans: dict[tuple[str, int], list[tuple[float, float]]],
-                      ) -> list[str]:
-    """Requests a node sent for a bucket it did not own then, or that another node owned then."""
+                      ) -> list[tuple[str, float, str]]:
+    """(node, time, what) of requests a node sent for a bucket it did not own then, or another node owned."""
     bad = []
     for entry in requests:
         bucket, t, me = bucket_of(host_key(entry["url"]), M), float(entry["fetched_at"]), entry["node"]
         if not any(a - 0.002 <= t <= z + 0.002 for a, z in spans.get((me, bucket), [])):
-            bad.append(f"{me} requested {entry['url']} at {t:.3f}, not owning bucket {bucket}")
+            bad.append((me, t, f"{me} requested {entry['url']} at {t:.3f}, not owning bucket {bucket}"))
         for (node, b), intervals in spans.items():
             if b == bucket and node != me and any(a + 0.002 < t < z - 0.002 for a, z in intervals):
-                bad.append(f"{me} requested {entry['url']} at {t:.3f} while {node} owned bucket {b}")
+                bad.append((me, t, f"{me} requested {entry['url']} at {t:.3f} while {node} owned bucket {b}"))
     return bad
 
 
@@ -119,46 +120,59 @@ async def test_a_node_frozen_past_its_lease_sends_nothing_to_hosts_it_lost(tmp_p
             freeze_wall = time.time()
             os.kill(procs[1].pid, signal.SIGSTOP)  # past member_ttl_s 1.0 + heartbeat 0.1 + margin 0.25
             await asyncio.sleep(4.0)
+            thaw_wall = time.time()  # before SIGCONT: b may send within a millisecond of it
             os.kill(procs[1].pid, signal.SIGCONT)
-            thaw_wall = time.time()
             results = [await finish(p, 90.0) for p in procs]
         finally:
             for p in procs:
                 if p.returncode is None:
                     kill_tree(p.pid)
         records = list(srv.records)
+    figures = _freeze_figures(tmp_path, nodes, records, freeze_wall, thaw_wall)
+    print(f"freeze figures: {figures} exit codes {[code for code, _out in results]}")
+    assert figures["b_after_thaw_foreign"] == 0 and figures["foreign"] == [], figures
+    # politeness, from the server's own records: one request at a time per host, never closer than the delay
+    assert figures["max_in_flight_per_host"] == 1 and figures["gaps_under_delay"] == [], figures
+    assert figures["twice_outside_bound"] == [], figures
+    assert figures["fence"]["lease_waits"] > 0  # b's fetches did wait for its lease after the thaw
+    # b's buckets were out of reach: said by every node, exit 3
+    for node, (code, output) in zip(nodes, results, strict=True):
+        assert code == EXIT_DATA_LOST and output.count(LOST_LINE) >= 1, (node, code, output[-2000:])
+
+
+def _freeze_figures(tmp_path: Path, nodes: list[str], records: list[Any], freeze_wall: float,
+                    thaw_wall: float) -> dict[str, Any]:
     summaries = [json.loads((tmp_path / n / "nodes" / n / "summary.json").read_text()) for n in nodes]
     requests = _requests(tmp_path, nodes)
-    foreign = _foreign_requests(requests, _spans(summaries, time.time(), "b"))
-    print(f"lease waits at b: {summaries[1]['fence']}")
-    after_thaw = [f for f in foreign if f.startswith("b ") and float(f.split(" at ")[1].split(",")[0].split()[0])
-                  >= thaw_wall]
-    print(f"requests by b after the thaw to hosts another node owned: {len(after_thaw)}; all foreign: {len(foreign)}")
-    assert after_thaw == [] and foreign == [], foreign[:10]
-    assert summaries[1]["fence"]["lease_waits"] > 0  # its fetches did wait for the lease after the thaw
-    # politeness, from the server's own records: one request at a time per host, never closer than the delay
-    assert max(max_in_flight(records, lambda r: r.host).values()) == 1
-    assert min(min_gaps(records, lambda r: r.host).values()) >= DELAY_S - 0.02
-    # URLs fetched twice: only ones of b's buckets at the freeze, fetched before it (by b, or by the bucket's
-    # owner before b joined) and again after it, by the node that started the bucket empty (the seen keys
-    # were out of reach with b's state) or by b after that node handed the bucket back on b's re-join
     spans = _spans(summaries, time.time(), "b")
+    foreign = _foreign_requests(requests, spans)
+    gaps = [(host, round(gap, 4)) for host, group in per_key(records, lambda r: r.host).items()
+            for gap in (b.start_s - a.end_s for a, b in zip(group, group[1:], strict=False)) if gap < DELAY_S - 0.02]
+    return {
+        "b_after_thaw_foreign": len({(f[1], f[2].split()[2]) for f in foreign if f[0] == "b" and f[1] >= thaw_wall}),
+        "foreign": [f[2] for f in foreign][:6], "gaps_under_delay": gaps[:6], "n_gaps_under_delay": len(gaps),
+        "min_gap_s": round(min(min_gaps(records, lambda r: r.host).values()), 4),
+        "max_in_flight_per_host": max(max_in_flight(records, lambda r: r.host).values()),
+        **_twice(requests, spans, freeze_wall), "fence": summaries[1].get("fence"),
+    }
+
+
+def _twice(requests: list[dict[str, Any]], spans: dict[tuple[str, int], list[tuple[float, float]]],
+           freeze_wall: float) -> dict[str, Any]:
+    """URLs fetched twice, and those outside the bound: in a bucket b owned at the freeze, fetched before it
+    (by b, or by the bucket's owner before b joined) and again after it, by the node that started the
+    bucket empty (the seen keys were out of reach with b's state) or by b once that node handed the
+    bucket back on b's re-join."""
     b_at_freeze = {bucket for (node, bucket), iv in spans.items()
                    if node == "b" and any(a <= freeze_wall <= z for a, z in iv)}
     by_url: dict[str, list[dict[str, Any]]] = {}
     for e in requests:
         if e.get("kind") == "page" and not e.get("retry"):
             by_url.setdefault(e["url"], []).append(e)
-    for url, fetches in by_url.items():
-        if len(fetches) > 1:
-            assert len(fetches) == 2, (url, fetches)
-            first, second = sorted(fetches, key=lambda e: float(e["fetched_at"]))
-            assert bucket_of(host_key(url), M) in b_at_freeze, (url, fetches)
-            assert float(first["fetched_at"]) < freeze_wall < float(second["fetched_at"]), (url, fetches)
-    print(f"URLs fetched twice: {sum(len(f) > 1 for f in by_url.values())}")
-    # b's buckets were out of reach: said by every node, exit 3
-    for node, (code, output) in zip(nodes, results, strict=True):
-        assert code == EXIT_DATA_LOST and output.count(LOST_LINE) >= 1, (node, code, output[-2000:])
+    twice = {url: sorted(float(e["fetched_at"]) for e in f) for url, f in by_url.items() if len(f) > 1}
+    outside = [url for url, times in twice.items() if len(times) != 2 or not times[0] < freeze_wall < times[1]
+               or bucket_of(host_key(url), M) not in b_at_freeze]
+    return {"twice": len(twice), "twice_outside_bound": outside[:6], "n_twice_outside_bound": len(outside)}
 
 
 async def test_a_node_killed_with_its_state_out_of_reach_fails_every_node_and_shows_in_status(
