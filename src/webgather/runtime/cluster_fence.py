@@ -24,7 +24,7 @@ client so the run loop (``runtime.node``) is untouched apart from handling
 * **Ownership**: the host's bucket must be one the node owns and serves
   (``Ownership.is_ready``) at send time; otherwise the request is not sent and
   ``Fenced`` is raised: the run loop puts the item back in its queue unfetched
-  (it travels with the bucket's hand-off), or retries a robots.txt fetch later.
+  (it travels with the bucket's hand-off); a robots.txt fetch is asked again by whoever gets the host.
 
 A request already on the wire when the node froze cannot be recalled: at most
 ``fetch.concurrency`` of them, counted by nobody but the server.

@@ -308,9 +308,8 @@ class CrawlNode:
         self.robots_busy.add(host)
         try:
             await self._fetch_robots_once(host, origin)
-        except Fenced:  # not sent (see _process): asked again later, unless forget_hosts says the host moved
-            self._robots_pending += 1
-            asyncio.get_running_loop().call_later(0.5, self._retry_robots, host, origin)
+        except Fenced:  # not sent (see _process): the host is being handed over; if it comes back, asked again
+            self._robots_started.discard(host)  # (adopt_hosts), with no retry timer here to ask twice
         except Exception as exc:  # worker top loop: a robots failure must not end the crawl
             self._drop_host(host, "robots_unavailable", f"{type(exc).__name__}: {exc}")
         finally:
