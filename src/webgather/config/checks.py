@@ -28,6 +28,9 @@ def validate(config: CrawlConfig) -> None:
         (0 < config.cluster.heartbeat_s < config.cluster.member_ttl_s, "need 0 < cluster.heartbeat_s < cluster.member_ttl_s"),
         (config.cluster.interval_s > 0, "cluster.interval_s must be > 0"),
         (config.cluster.max_outage_s > 0, "cluster.max_outage_s must be > 0"),
+        (config.robots.ttl_s > 0 and config.robots.error_retry_s >= 0, "robots.ttl_s must be > 0, error_retry_s >= 0"),
+        (config.robots.retry_factor >= 1, "robots.retry_factor must be >= 1"),
+        (config.robots.max_tries >= 1 and config.robots.max_hosts >= 1, "robots.max_tries and max_hosts must be >= 1"),
         (0 <= config.cluster.lease_margin_s and config.cluster.lease_margin_s + 2 * config.cluster.heartbeat_s
          < config.cluster.member_ttl_s, "need 0 <= cluster.lease_margin_s < member_ttl_s - 2 * heartbeat_s"),
     ]

@@ -87,10 +87,17 @@ class ScopeConfig:
 class RobotsConfig:
     obey: bool = True
     ttl_s: float = 86400.0
-    error_retry_s: float = 600.0
-    """After a 5xx or unreachable robots.txt the host is disallowed; retried after this."""
+    """Rules are obeyed this long, then robots.txt is fetched again before the host's next page."""
+    error_retry_s: float = 30.0
+    """After a 5xx or unreachable robots.txt the host is disallowed; first retried after this."""
     max_bytes: int = 500 * 1024
     """RFC 9309: parse at least the first 500 KiB."""
+    retry_factor: float = 4.0
+    """Each further retry waits this many times longer (30 s, 2 min, 8 min by default)."""
+    max_tries: int = 4
+    """robots.txt fetches that may fail in a row before the host's URLs are dropped (robots_unavailable)."""
+    max_hosts: int = 10_000
+    """Hosts whose rules (or give-up) are kept; the least recently used is evicted and fetched again when needed."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,7 @@
 """The parts of one node, built from a config, and the thin ports the run loop uses.
 
 :func:`open_parts` is the composition root's wiring: clock, resolver, HTTP
-client, frontier (state under ``DIR/state``), archive writer, robots book and
+client, frontier (state under ``DIR/state``), archive writer, robots gate and
 scope. It is an async context manager so that every part is closed (and
 flushed) however the crawl ends.
 """
@@ -20,8 +20,7 @@ from webgather.fetch.http import HttpClient
 from webgather.fetch.model import FetchResult
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
-from webgather.robots.cache import Known, RobotsCache
-from webgather.robots.parse import ALLOW_ALL, RobotsRules
+from webgather.robots.gate import RobotsGate
 from webgather.runtime.affinity import pinned
 from webgather.runtime.clock import Clock, SystemClock
 from webgather.runtime.stats import CrawlStats
@@ -29,7 +28,7 @@ from webgather.scope import Scope
 from webgather.store.warc import ArchiveRef
 from webgather.store.writer import ArchiveWriter
 
-__all__ = ["HttpPort", "NodeParts", "RobotsBook", "WriterPort", "open_parts"]
+__all__ = ["HttpPort", "NodeParts", "WriterPort", "open_parts", "robots_gate"]
 
 LinkArgs = tuple[str, int, int, list[tuple[str, int, int, str, bool]]]
 
@@ -40,29 +39,11 @@ class HttpPort(Protocol):
     async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult: ...
 
 
-class RobotsBook:
-    """The node's view of :class:`RobotsCache`: rules per host, failures counted."""
-
-    def __init__(self, cache: RobotsCache, clock: Clock) -> None:
-        self._cache = cache
-        self._clock = clock
-
-    def rules_for(self, host: str) -> RobotsRules | None:
-        state = self._cache.state(host, self._clock.monotonic())
-        return state.rules if isinstance(state, Known) else None
-
-    def record_rules(self, host: str, rules: RobotsRules, now: float) -> None:
-        self._cache.begin_fetch(host, now)
-        self._cache.record(host, now, rules)
-
-    def set_allow_all(self, host: str) -> None:
-        self.record_rules(host, ALLOW_ALL, self._clock.monotonic())
-
-    def record_failure(self, host: str, now: float) -> bool:
-        """Count a failed robots fetch; True when the cache gives up on the host."""
-        self._cache.begin_fetch(host, now)
-        state = self._cache.record(host, now, None)
-        return not hasattr(state, "retry_at")
+def robots_gate(config: CrawlConfig) -> RobotsGate:
+    """The node's robots gate, from ``[robots]``."""
+    robots = config.robots
+    return RobotsGate(ttl_s=robots.ttl_s, error_retry_s=robots.error_retry_s, retry_factor=robots.retry_factor,
+                      max_tries=robots.max_tries, max_hosts=robots.max_hosts, obey=robots.obey)
 
 
 class WriterPort:
@@ -133,7 +114,7 @@ class NodeParts:
     http: HttpPort
     frontier: Frontier
     writer: WriterPort
-    robots: RobotsBook
+    robots: RobotsGate
     scope: Scope
     stats: CrawlStats
 
@@ -163,7 +144,7 @@ async def open_parts(
             max_pages_per_host=config.scope.max_pages_per_host,
         )
         writer = ArchiveWriter.open(out_dir, node_id, config.store)
-        robots = RobotsBook(RobotsCache(config.robots.ttl_s, config.robots.error_retry_s), clock)
+        robots = robots_gate(config)
         stats = CrawlStats(started_at=clock.wall())
         try:
             async with HttpClient(config.fetch, resolver, clock) as http:

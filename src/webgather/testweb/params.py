@@ -252,7 +252,7 @@ def crawl_config_for(params: WebParams, seeds: tuple[str, ...] = (), **sections:
                                     max_crawl_delay_s=max(1.0, params.crawl_delay_s)),
         fetch=fetch,
         scope=ScopeConfig(mode="domains", domains=(params.domain,), max_url_length=300),
-        robots=RobotsConfig(error_retry_s=0.01),
+        robots=RobotsConfig(error_retry_s=0.01, retry_factor=1.0, max_tries=3),
     )
     values.update(sections)
     return CrawlConfig(**values)  # type: ignore[arg-type]

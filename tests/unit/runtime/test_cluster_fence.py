@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from webgather.config import CrawlConfig
+from webgather.config import CrawlConfig, RobotsConfig
 from webgather.errors import Fenced
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
@@ -84,14 +84,18 @@ async def test_a_request_for_a_bucket_lost_while_it_waited_for_a_slot_is_not_sen
 
 
 class FencingHttp:
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
     async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult:
+        self.asked.append(url)
         raise Fenced(f"{url} not ours")
 
 
 async def test_a_fenced_page_goes_back_to_its_queue_unfetched_and_unlogged(tmp_path: Path) -> None:
-    config = CrawlConfig(out_dir=str(tmp_path))
+    config = CrawlConfig(out_dir=str(tmp_path), robots=RobotsConfig(obey=False))  # the page's fetch is asked
     async with open_parts(config, tmp_path, clock=FakeClock()) as parts:
-        parts.http = FencingHttp()
+        parts.http = http = FencingHttp()
         node = CrawlNode(parts, linger=False, handle_signals=False)
         url = "http://d.test/page"
         item = CrawlItem(url, fingerprint(url), depth=0)
@@ -101,6 +105,7 @@ async def test_a_fenced_page_goes_back_to_its_queue_unfetched_and_unlogged(tmp_p
         assert taken is not None
         await node._slots.acquire()
         await node._process(taken)
+        assert http.asked == [url]
         assert parts.frontier.pending() == 1 and parts.frontier.in_flight() == 0
         again, _wake = parts.frontier.next_ready(100.0)
         assert again is not None and again.url == url and again.attempt == 0
