@@ -8,6 +8,7 @@ Everything started here is ended by PID.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import signal
@@ -31,6 +32,10 @@ from webgather.urls import host_key
 M = 64
 CRAWL = "fence"
 DELAY_S = 0.3
+SERVER_LAG_S = 0.1
+"""The server stamps a request's end after writing the response; on a loaded machine (this one is shared)
+the stamp can come tens of ms late, so a gap it shows can be shorter than the one the crawler kept
+(seen: 0.25 s by the records, 0.30 s by the crawler's log). A fenced node's burst is gaps of 8-54 ms."""
 EXIT_DATA_LOST = 3
 LOST_LINE = "DATA LOST: unrecoverable_buckets"
 
@@ -51,6 +56,9 @@ async def _start_nodes(tmp_path: Path, srv: TestWebServer, url: str, nodes: list
     """Node ``nodes[0]`` starts the crawl, the others join it; each writes under tmp_path/<node>."""
     config = cluster_config(params, tmp_path / nodes[0], srv.write_resolve_file(tmp_path / "resolve.txt"),
                             n_buckets=M, min_delay_s=DELAY_S, handoff_timeout_s=3.0)
+    # a failed robots.txt is retried after error_retry_s, which the robots gate does not raise to the
+    # politeness delay (crawl_config_for sets 0.01 s): make it the delay, this test is about fencing
+    config = dataclasses.replace(config, robots=dataclasses.replace(config.robots, error_retry_s=DELAY_S))
     toml = write_toml(config, tmp_path / "crawl.toml")
     procs = [await start_webgather("crawl", srv.home_url(0), srv.home_url(3), "--redis", url, "--crawl", CRAWL,
                                    "--config", str(toml), "--out", str(tmp_path / nodes[0]), "--node-id", nodes[0],
@@ -152,7 +160,7 @@ def _freeze_figures(tmp_path: Path, nodes: list[str], records: list[Any], freeze
                for e in read_crawl_log(tmp_path / n / "nodes" / n / "crawl.log.jsonl") if e.get("error") == "timeout"}
     gaps = [(a.host, a.path, round(b.start_s - a.end_s, 4)) for group in per_key(records, lambda r: r.host).values()
             for a, b in zip(group, group[1:], strict=False)
-            if b.start_s - a.end_s < DELAY_S - 0.02 and (a.host, a.path) not in gave_up]
+            if b.start_s - a.end_s < DELAY_S - SERVER_LAG_S and (a.host, a.path) not in gave_up]
     return {
         "b_after_thaw_foreign": len({(f[1], f[2].split()[2]) for f in foreign if f[0] == "b" and f[1] >= thaw_wall}),
         "foreign": [f[2] for f in foreign][:6], "gaps_under_delay": gaps[:6], "n_gaps_under_delay": len(gaps),
