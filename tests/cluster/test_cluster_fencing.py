@@ -1,7 +1,7 @@
 """Fencing and nothing-silent with real node processes: nodes with separate ``--out`` directories over
 one Redis (so a dead or frozen node's state is out of the others' reach), the synthetic web served by
 this test's loop. A node frozen (SIGSTOP) past its lease and thawed sends nothing to hosts it lost; a
-node killed with its state out of reach makes every other node print one line and exit 3.
+node killed with its state out of reach makes every other node print one line and exit 4.
 Everything started here is ended by PID.
 """
 
@@ -36,7 +36,7 @@ SERVER_LAG_S = 0.1
 """The server stamps a request's end after writing the response; on a loaded machine (this one is shared)
 the stamp can come tens of ms late, so a gap it shows can be shorter than the one the crawler kept
 (seen: 0.25 s by the records, 0.30 s by the crawler's log). A fenced node's burst is gaps of 8-54 ms."""
-EXIT_DATA_LOST = 3
+EXIT_DATA_LOST = 4
 LOST_LINE = "DATA LOST: unrecoverable_buckets"
 
 
@@ -143,7 +143,7 @@ async def test_a_node_frozen_past_its_lease_sends_nothing_to_hosts_it_lost(tmp_p
     assert figures["max_in_flight_per_host"] == 1 and figures["gaps_under_delay"] == [], figures
     assert figures["twice_outside_bound"] == [], figures
     assert figures["fence"]["lease_waits"] > 0  # b's fetches did wait for its lease after the thaw
-    # b's buckets were out of reach: said by every node, exit 3
+    # b's buckets were out of reach: said by every node, exit 4
     for node, (code, output) in zip(nodes, results, strict=True):
         assert code == EXIT_DATA_LOST and output.count(LOST_LINE) >= 1, (node, code, output[-2000:])
 

@@ -22,7 +22,7 @@ from webgather.runtime.cluster_buckets import BucketKeeper
 
 __all__ = ["EXIT_DATA_LOST", "LOSS_COUNTERS", "Losses", "loss_text", "release_overdue"]
 
-EXIT_DATA_LOST = 3
+EXIT_DATA_LOST = 4
 """Exit code of a cluster crawl (node or parent) that ended with buckets it could not recover."""
 LOSS_COUNTERS = ("unrecoverable_buckets", "buckets_started_empty")
 
