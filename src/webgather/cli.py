@@ -4,7 +4,9 @@ User errors (:class:`~webgather.errors.WebgatherError`) print one line and exit
 with status 2; they never show a traceback. Ctrl-C exits with 130. A write that
 failed (:class:`~webgather.errors.WriteFailed`: disk full, quota, I/O error)
 exits with 3: the crawl stopped, what it stored is whole, and the same command
-resumes it once there is room.
+resumes it once there is room. A cluster crawl that did not finish exits with
+1; one that finished but lost buckets it could not recover after a node died
+exits with 4 (``runtime.cluster_losses``).
 """
 
 from __future__ import annotations

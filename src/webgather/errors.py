@@ -25,6 +25,8 @@ boundary that talks to that library, so callers never catch a library's types::
     ├── FrontierError          the frontier was used wrongly (e.g. complete() of an item not in flight)
     ├── ClusterError           coordination between nodes failed
     │   ├── BackendUnavailable     the Redis (or other) backend cannot be reached
+    │   │   └── BackendBusy            every connection of the client's pool is in use (Redis itself is fine)
+    │   ├── Fenced                 a request not sent: the node's lease lapsed and its host's bucket moved
     │   ├── TableConflict          a bucket-table compare-and-swap lost a race
     │   └── IncompatibleCrawl      a node's settings (M, crawl name, scope) differ from the crawl's
     └── AnalysisError          a crawl directory holds nothing to analyse, or inputs disagree
@@ -36,6 +38,7 @@ import errno
 
 __all__ = [
     "AnalysisError",
+    "BackendBusy",
     "BackendUnavailable",
     "BodyTooLarge",
     "ClusterError",
@@ -46,6 +49,7 @@ __all__ = [
     "DecompressionBomb",
     "DnsFailed",
     "FetchError",
+    "Fenced",
     "FetchTimeout",
     "ForbiddenAddress",
     "FrontierError",
@@ -156,6 +160,14 @@ class ClusterError(WebgatherError):
 
 class BackendUnavailable(ClusterError):
     """The coordination backend (Redis) cannot be reached."""
+
+
+class BackendBusy(BackendUnavailable):
+    """No connection of the client's pool came free in time: the node's own load, not a Redis outage."""
+
+
+class Fenced(ClusterError):
+    """A request was not sent: the node was past its lease and the host's bucket is no longer its own."""
 
 
 class TableConflict(ClusterError):

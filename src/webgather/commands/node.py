@@ -64,7 +64,14 @@ def _main(args: argparse.Namespace) -> int:
     summary = uvloop.run(_join_and_run(args))
     print(f"node {summary['node']}: {summary['pages']} pages in {summary['wall_s']} s "
           f"({summary['pages_per_s']} pages/s), ended: {summary['end']}")
-    return 0
+    return _exit_code(summary)
+
+
+def _exit_code(summary: dict[str, Any]) -> int:
+    """0, or ``EXIT_DATA_LOST`` (4) when the crawl lost buckets it could not recover (``runtime.cluster_losses``)."""
+    from webgather.runtime.cluster_losses import EXIT_DATA_LOST
+
+    return EXIT_DATA_LOST if summary.get("losses") else 0
 
 
 async def _connect(url: str, crawl: str, n_buckets: int | None) -> Any:
@@ -139,11 +146,11 @@ def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[
             cycles = Cycles(continuous=True, max_cycles=args.max_cycles, on_cycle=print_cycle)
             summary = run_workers(config, seeds, workers=args.workers, redis_url=args.redis, crawl=args.crawl,
                                   node_args=extra, cycles=cycles)
-            return 0 if summary["finished"] else 1
+            return _exit_code(summary) if summary["finished"] else 1
         summary = run_workers(config, seeds, workers=args.workers, redis_url=args.redis, crawl=args.crawl,
                               node_args=extra)
         print_cluster_summary(summary)
-        return 0 if summary["finished"] else 1
+        return _exit_code(summary) if summary["finished"] else 1
     if not args.crawl:
         raise ClusterError("--redis needs --crawl NAME (the name other nodes join)")
     import uvloop
@@ -151,7 +158,7 @@ def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[
     summary = uvloop.run(_start_and_run(args, config, seeds))
     print(f"node {summary['node']}: {summary['pages']} pages in {summary['wall_s']} s, ended: {summary['end']}",
           file=sys.stdout)
-    return 0
+    return _exit_code(summary)
 
 
 async def _start_and_run(args: argparse.Namespace, config: CrawlConfig, seeds: list[str]) -> dict[str, Any]:

@@ -37,6 +37,8 @@ def validate(config: CrawlConfig) -> None:
         (config.parse.workers >= 1, "parse.workers must be >= 1"),
         (config.parse.inline_max_tags >= 0 and config.parse.inline_max_bytes >= 0, "parse.inline_max_tags and inline_max_bytes must be >= 0"),
         (_networks_ok(config.fetch.allow_addresses), "fetch.allow_addresses: each must be an address or CIDR network"),
+        (0 <= config.cluster.lease_margin_s and config.cluster.lease_margin_s + 2 * config.cluster.heartbeat_s
+         < config.cluster.member_ttl_s, "need 0 <= cluster.lease_margin_s < member_ttl_s - 2 * heartbeat_s"),
     ]
     for ok, message in checks:
         if not ok:

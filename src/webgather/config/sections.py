@@ -159,6 +159,9 @@ class ClusterConfig:
     """A bucket taken from a dead node starts empty if no recovered state arrives within this time."""
     max_outage_s: float = 300.0
     """While the backend (Redis) is unreachable a node pauses and retries; after this long it stops, keeping its state."""
+    lease_margin_s: float = 0.25
+    """Fencing: a node starts no request later than ``member_ttl_s - lease_margin_s`` after its last renewal
+    (the others declare it dead ``heartbeat_s + lease_margin_s`` after its heartbeat expired)."""
 
 
 @dataclass(frozen=True, slots=True)

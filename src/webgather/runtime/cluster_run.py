@@ -49,6 +49,7 @@ from webgather.errors import BackendUnavailable, ClusterError
 from webgather.runtime.clock import SystemClock
 from webgather.runtime.cluster_crawl import start_crawl, start_cycle
 from webgather.store.crawllog import read_crawl_log
+from webgather.runtime.cluster_losses import loss_text
 from webgather.store.summary import read_summary, write_summary
 
 __all__ = ["DEFAULT_CRAWL", "Cycles", "node_command", "run_workers", "worker_env"]
@@ -188,7 +189,8 @@ class _Run:
         merged = merge_summaries(summaries, wall_s=wall_s, finished=finished)
         merged.update({"workers": len(nodes), "exit_codes": dict(zip(nodes, codes, strict=True)),
                        "backend_error": error,
-                       "counters": {k: v for k, v in counters.items() if not k.startswith(("recover.", "alive."))}})
+                       "counters": {k: v for k, v in counters.items() if not k.startswith(("recover.", "alive."))},
+                       "losses": loss_text(counters)})
         write_summary(out, merged)
         return merged, next_at
 
@@ -288,6 +290,8 @@ def print_cluster_summary(summary: dict[str, Any]) -> None:
           f"{cross.get('cache_saved', 0)} saved by the sent-URL cache")
     print(f"load balance: variance of per-node share per {load['interval_s']:g} s interval: "
           f"mean {var:.2e}" if var is not None else "load balance: not enough intervals")
+    if summary.get("losses"):
+        print(summary["losses"])
     if summary.get("backend_error"):
         print(f"backend: {summary['backend_error']}")
     print(f"finished: {summary['finished']}   (summary.json in the output directory)")

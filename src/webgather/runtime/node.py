@@ -17,9 +17,10 @@ import asyncio
 import math
 import signal
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from webgather.errors import WriteFailed
+from webgather.errors import Fenced, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
@@ -212,8 +213,9 @@ class CrawlNode:
     async def _process(self, item: CrawlItem) -> None:
         try:
             await self._fetch_and_handle(item)
-        except asyncio.CancelledError:
-            raise
+        except Fenced:  # not sent: its bucket moved while this node was past its lease; the item goes with it
+            self.parts.frontier.retry(replace(item, attempt=item.attempt - 1), self.parts.clock.monotonic(),
+                                      not_before=0.0, error=False)
         except Exception as exc:  # worker top loop: one bad page must not end the crawl
             await self._record_internal_error(item, exc)
         finally:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from webgather.config import CrawlConfig
 from webgather.errors import WriteFailed
@@ -30,11 +31,17 @@ from webgather.scope import Scope
 from webgather.store.warc import ArchiveRef
 from webgather.store.writer import ArchiveWriter
 
-__all__ = ["NodeParts", "WriterPort", "open_parts", "robots_gate"]
+__all__ = ["HttpPort", "NodeParts", "WriterPort", "open_parts", "robots_gate"]
 
 _log = logging.getLogger(__name__)
 
 LinkArgs = tuple[str, int, int, list[tuple[str, int, int, str, bool]]]
+
+
+class HttpPort(Protocol):
+    """What the run loop fetches with: :class:`HttpClient`, or a cluster node's fenced wrapper of it."""
+
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult: ...
 
 
 def robots_gate(config: CrawlConfig) -> RobotsGate:
@@ -106,7 +113,7 @@ class NodeParts:
     out_dir: Path
     clock: Clock
     resolver: Resolver
-    http: HttpClient
+    http: HttpPort
     frontier: Frontier
     writer: WriterPort
     robots: RobotsGate

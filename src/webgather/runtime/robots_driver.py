@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from webgather.errors import WebgatherError, WriteFailed
+from webgather.errors import Fenced, WebgatherError, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.robots.gate import Allow, Dead, Deny, FetchRobots, RobotsGate, Wait, Waiting
@@ -117,8 +117,8 @@ class RobotsDriver:
         self.busy.add(host)
         try:
             await self._fetch_once(host, origin)
-        except asyncio.CancelledError:
-            raise
+        except Fenced:  # not sent (runtime.cluster_fence): the host is being handed over; back here, asked again
+            self.gate.forget(host)
         except WriteFailed as exc:  # not the host's fault: its URLs stay queued for the resume
             self._write_failed(exc)
         except Exception as exc:  # worker top loop: a robots failure must not end the crawl
