@@ -48,7 +48,8 @@ def robots_gate(config: CrawlConfig) -> RobotsGate:
     """The node's robots gate, from ``[robots]``."""
     robots = config.robots
     return RobotsGate(ttl_s=robots.ttl_s, error_retry_s=robots.error_retry_s, retry_factor=robots.retry_factor,
-                      max_tries=robots.max_tries, max_hosts=robots.max_hosts, obey=robots.obey)
+                      max_tries=robots.max_tries, max_hosts=robots.max_hosts, obey=robots.obey,
+                      min_gap_s=config.politeness.min_delay_s)
 
 
 class WriterPort:
