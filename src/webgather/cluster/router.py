@@ -52,7 +52,7 @@ from webgather.cluster.transport import UrlTransport
 from webgather.cluster.wire import encode_batch
 from webgather.errors import BackendUnavailable, ClusterError
 from webgather.frontier.model import CrawlItem
-from webgather.runtime.clock import Clock
+from webgather.clock import Clock
 from webgather.urls import host_key
 
 __all__ = ["Router", "RouterStats", "send_many", "send_retrying"]

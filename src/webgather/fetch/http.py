@@ -41,7 +41,7 @@ from webgather.fetch.decode import ACCEPT_ENCODING, Deadline, content_encoding, 
 from webgather.fetch.model import FetchResult, Headers
 from webgather.fetch.request import Draft, WireTarget, as_sent, extra_headers, wire_target
 from webgather.fetch.resolver import Resolver
-from webgather.runtime.clock import Clock
+from webgather.clock import Clock
 
 __all__ = ["ACCEPT", "HttpClient"]
 

@@ -25,23 +25,21 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from webgather.cachepolicy import make_cache
-from webgather.cluster.mapping import MAX_BUCKETS, bucket_of
+from webgather.buckets import MAX_BUCKETS, bucket_of
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.errors import ConfigError, FrontierError
 from webgather.frontier.batch import hosts_of, item_fingerprints
 from webgather.frontier.bucket import BucketState, HostClock
 from webgather.frontier.model import CrawlItem
+from webgather.frontier.persist import Persistence, open_persistent
 from webgather.frontier.policy import Politeness
 from webgather.frontier.queues import HostQueues, MemoryQueues
 from webgather.frontier.seen import CachedSeen, MemorySeen, SeenSet, seen_keys
 
-if TYPE_CHECKING:
-    from webgather.frontier.persist import Persistence
 
 __all__ = ["Frontier"]
 
@@ -84,8 +82,6 @@ class Frontier:
         if state_dir is None:
             return cls(config, politeness, n_buckets, max_pages_per_host, MemorySeen(),
                        MemoryQueues(by_depth=by_depth))
-        from webgather.frontier.persist import open_persistent
-
         return open_persistent(cls, Path(state_dir), config, politeness, n_buckets, max_pages_per_host)
 
     # -- the hot path ------------------------------------------------------------

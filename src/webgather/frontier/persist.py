@@ -36,7 +36,8 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 import numpy as np
 
@@ -48,12 +49,22 @@ from webgather.frontier.seen import KeyArray
 from webgather.frontier.seen_disk import DiskSeen
 from webgather.frontier.store import StateDB
 
-if TYPE_CHECKING:
-    from webgather.frontier.frontier import Frontier
-
 __all__ = ["Persistence", "open_persistent"]
 
 CHECKPOINT_INTERVAL_S = 10.0
+
+
+class Resumable(Protocol):
+    """What :func:`open_persistent` needs of the frontier it builds (a protocol, so that
+    this module does not import :mod:`webgather.frontier.frontier`, which imports it)."""
+
+    queued: int
+    resumed_in_flight: int
+
+    def restore_host(self, host: str, head: float) -> None: ...
+
+
+F = TypeVar("F", bound=Resumable)
 CHECKPOINT_BYTES = 64 * 1024 * 1024
 CHECKPOINT_ROWS = 250_000
 
@@ -120,9 +131,9 @@ class Persistence:
         self.db.close()
 
 
-def open_persistent(cls: type[Frontier], state_dir: Path, config: FrontierConfig,
+def open_persistent(cls: Callable[..., F], state_dir: Path, config: FrontierConfig,
                     politeness: PolitenessConfig, n_buckets: int,
-                    max_pages_per_host: int | None) -> Frontier:
+                    max_pages_per_host: int | None) -> F:
     """Create or resume the frontier state under ``state_dir``."""
     try:
         state_dir.mkdir(parents=True, exist_ok=True)

@@ -41,8 +41,8 @@ from webgather.errors import ClusterError, IncompatibleCrawl
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
-from webgather.recrawl.cycle import check_config
-from webgather.runtime.clock import Clock, SystemClock
+from webgather.recrawl.policy import check_config
+from webgather.clock import Clock, SystemClock
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
 from webgather.runtime.cluster_cycle import NodeCycle, cycle_config
 from webgather.runtime.cluster_frontier import keyed_frontier
