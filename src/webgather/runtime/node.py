@@ -24,10 +24,9 @@ from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
 from webgather.runtime.parts import NodeParts
 from webgather.runtime.pipeline import (
-    HostFingerprints, RoutedUrls, extract, link_log_args, log_entry, make_items, unfetched_entry,
+    HostFingerprints, RoutedUrls, extract, link_log_args, log_entry, seed_items, unfetched_entry,
 )
 from webgather.runtime.robots_driver import RobotsDriver
-from webgather.urls import fingerprint
 
 if TYPE_CHECKING:
     from webgather.recrawl.hooks import FetchHooks
@@ -85,8 +84,7 @@ class CrawlNode:
         return fresh
 
     def add_seeds(self, seeds: Sequence[str]) -> int:
-        items = [CrawlItem(u, fingerprint(u), depth=0) for u in seeds]
-        items = make_items(items, self.parts.scope)
+        items = seed_items(seeds, self.parts.scope, self.parts.config.frontier.order == "opic")
         return len(self._route(items, self.parts.clock.monotonic()))
 
     # -- cluster hooks --------------------------------------------------------
@@ -236,7 +234,7 @@ class CrawlNode:
                                     retry_after_s=decision.not_before_s or None)
         self._wakeup.set()
         extracted = extract(item, result, decision, parts.scope, self._host_fp, self._routed,
-                            want_text=self._hooks is not None)
+                            want_text=self._hooks is not None, opic=parts.config.frontier.order == "opic")
         self.stats.links_found += extracted.links_found
         entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
         self._route(extracted.items, now)

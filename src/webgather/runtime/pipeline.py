@@ -4,12 +4,19 @@ Order matters for crash safety: the links a page yields are added to the
 frontier (durably) and its crawl-log entry is written before the frontier marks
 the page done, so a kill -9 at any point loses no discovered URL; at worst the
 page is fetched again after a restart.
+
+OPIC (``opic=True``, ``frontier.order = "opic"``): an item's cash is ``-priority``.
+A page's cash is split evenly over its distinct followable links (those in
+scope, and every link routed before: its share must reach the URL even though
+it is queued or fetched already, :mod:`webgather.frontier.cash`), a redirect
+passes all of it to its target, a sitemap splits it over the URLs it lists;
+each seed starts with ``SEED_CASH``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from webgather.config import CrawlConfig
 from webgather.fetch.model import FetchResult
@@ -21,11 +28,13 @@ from webgather.scope import Scope
 from webgather.urls import canonicalize, fingerprint, host_key
 
 __all__ = [
-    "Extracted", "HostFingerprints", "RoutedUrls", "extract", "link_log_args", "log_entry", "make_items",
-    "robots_entry", "unfetched_entry",
+    "SEED_CASH", "Extracted", "HostFingerprints", "RoutedUrls", "extract", "link_log_args", "log_entry",
+    "make_items", "robots_entry", "seed_items", "unfetched_entry",
 ]
 
 LinkRecord = tuple[str, int, int, str, bool]
+SEED_CASH = 1.0
+"""OPIC cash each seed starts with (a fixed amount, so nodes need not agree on the number of seeds)."""
 
 
 @dataclass(slots=True)
@@ -103,27 +112,33 @@ def extract(
     routed: RoutedUrls,
     *,
     want_text: bool = True,
+    opic: bool = False,
 ) -> Extracted:
     """New crawl items (redirect target, links or sitemap URLs) and link-log records.
 
     ``want_text=False`` skips the page's visible text (``Extracted.text`` stays
-    ""): about 40% of the parse, wasted unless a re-crawl's SimHash reads it."""
+    ""): about 40% of the parse, wasted unless a re-crawl's SimHash reads it.
+    ``opic``: the items carry their share of the page's cash (module docstring)."""
     if decision.redirect_to is not None:
         target = CrawlItem(
-            decision.redirect_to, fingerprint(decision.redirect_to),
-            depth=item.depth, redirects=item.redirects + 1, priority=float(item.depth),
+            decision.redirect_to, fingerprint(decision.redirect_to), depth=item.depth,
+            redirects=item.redirects + 1, priority=min(item.priority, 0.0) if opic else float(item.depth),
         )
         return Extracted(make_items([target], scope), None)
     if decision.parse == "sitemap":
-        return _from_sitemap(result, scope)
-    if decision.parse == "page":
-        return _from_page(item, result, scope, host_fp, routed, want_text)
-    return Extracted([], None)
+        out = _from_sitemap(result, scope)
+    elif decision.parse == "page":
+        out = _from_page(item, result, scope, host_fp, routed, want_text, opic)
+    else:
+        return Extracted([], None)
+    if opic:
+        out.items = _share_cash(item, out.items)
+    return out
 
 
 def _from_page(
     item: CrawlItem, result: FetchResult, scope: Scope, host_fp: HostFingerprints, routed: RoutedUrls,
-    want_text: bool,
+    want_text: bool, opic: bool = False,
 ) -> Extracted:
     page = parse_page(item.url, result.body, result.header("Content-Type"), want_text=want_text)
     depth = item.depth + 1
@@ -143,7 +158,22 @@ def _from_page(
     items = make_items(candidates, scope)
     for new in items:  # only what scope let in: a URL rejected as too deep may come back shallower
         routed.remember(new.url, known[new.url])
+    if opic and item.priority < 0.0:  # links routed before take their share of the cash too
+        new_urls = {c.url for c in candidates}
+        items += [CrawlItem(u, fps[0], depth=depth) for u, fps in known.items() if u not in new_urls]
     return Extracted(items, records, len(page.links), page.text)
+
+
+def _share_cash(item: CrawlItem, targets: list[CrawlItem]) -> list[CrawlItem]:
+    """``targets``, each carrying an even share of ``item``'s cash (none: 0)."""
+    share = min(item.priority, 0.0) / max(1, len(targets))
+    return [replace(t, priority=share) for t in targets]
+
+
+def seed_items(urls: Iterable[str], scope: Scope, opic: bool = False) -> list[CrawlItem]:
+    """The in-scope seeds as items (with ``SEED_CASH`` each under OPIC)."""
+    priority = -SEED_CASH if opic else 0.0
+    return make_items([CrawlItem(u, fingerprint(u), depth=0, priority=priority) for u in urls], scope)
 
 
 def _from_sitemap(result: FetchResult, scope: Scope) -> Extracted:
