@@ -104,6 +104,25 @@ class CashTable:
         self._dead += 1
         return value
 
+    def add_many(self, fps: np.ndarray, amounts: np.ndarray) -> np.ndarray:
+        """Add ``amounts`` to the cash of those ``fps`` present (each time a fp repeats);
+        returns the cash of each after its addition, NaN where absent. One array search."""
+        out = np.full(len(fps), np.nan)
+        keys, vals = self._keys, self._vals
+        hit = np.zeros(len(fps), dtype=bool)
+        if len(keys):
+            idx = np.minimum(np.searchsorted(keys, fps), len(keys) - 1)
+            hit = (keys[idx] == fps) & ~np.isnan(vals[idx])
+            np.add.at(vals, idx[hit], amounts[hit])
+            out[hit] = vals[idx[hit]]
+        delta = self._delta
+        if delta:
+            for i in np.flatnonzero(~hit).tolist():
+                old = delta.get(fp := int(fps[i]))
+                if old is not None:
+                    delta[fp] = out[i] = old + float(amounts[i])
+        return out
+
     def load(self, keys: np.ndarray, values: np.ndarray) -> None:
         """Replace the content by these entries (one per key)."""
         order = np.argsort(keys, kind="stable")
@@ -145,12 +164,13 @@ class CashBook:
     def credit(self, pairs: Iterable[tuple[str, CrawlItem]]) -> list[tuple[str, int, float]]:
         """Add the cash each ``(host, item)`` brings (``-priority``) to its URL if that is queued or
         in flight; returns ``(host, fp, new cash)`` of those (journaled)."""
-        get, put = self.table.get, self.table.put
-        changed: list[tuple[str, int, float]] = []
-        for host, item in pairs:
-            if item.priority < 0.0 and (old := get(item.fp)) is not None:
-                put(item.fp, old - item.priority)
-                changed.append((host, item.fp, old - item.priority))
+        carrying = [(host, item) for host, item in pairs if item.priority < 0.0]
+        if not carrying:
+            return []
+        n = len(carrying)
+        new = self.table.add_many(np.fromiter((item.fp for _, item in carrying), dtype=np.uint64, count=n),
+                                  np.fromiter((-item.priority for _, item in carrying), dtype=np.float64, count=n))
+        changed = [(carrying[i][0], carrying[i][1].fp, float(new[i])) for i in np.flatnonzero(~np.isnan(new)).tolist()]
         if changed:
             self._dirty.update(fp for _, fp, _ in changed)
             if self.journal is not None:

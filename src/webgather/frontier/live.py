@@ -12,7 +12,7 @@ most one stale entry per credit. Breadth-first queues do not use this.
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from webgather.frontier.model import CrawlItem
 
@@ -55,7 +55,8 @@ class LiveEntries:
         entry = self.by_fp.get(fp)
         if entry is None or entry[0] == key:
             return False
-        self.push(heap, (key, entry[1], replace(entry[2], priority=key)))
+        i = entry[2]
+        self.push(heap, (key, entry[1], CrawlItem(i.url, i.fp, i.depth, i.redirects, i.attempt, key, i.kind)))
         return True
 
     def keep_live(self, heap: list[QueueEntry]) -> int:

@@ -16,7 +16,7 @@ each seed starts with ``SEED_CASH``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from webgather.config import CrawlConfig
 from webgather.fetch.model import FetchResult
@@ -127,13 +127,11 @@ def extract(
         return Extracted(make_items([target], scope), None)
     if decision.parse == "sitemap":
         out = _from_sitemap(result, scope)
-    elif decision.parse == "page":
-        out = _from_page(item, result, scope, host_fp, routed, want_text, opic)
-    else:
-        return Extracted([], None)
-    if opic:
-        out.items = _share_cash(item, out.items)
-    return out
+        out.items = _share_cash(item, out.items) if opic else out.items
+        return out
+    if decision.parse == "page":
+        return _from_page(item, result, scope, host_fp, routed, want_text, opic)
+    return Extracted([], None)
 
 
 def _from_page(
@@ -158,16 +156,27 @@ def _from_page(
     items = make_items(candidates, scope)
     for new in items:  # only what scope let in: a URL rejected as too deep may come back shallower
         routed.remember(new.url, known[new.url])
-    if opic and item.priority < 0.0:  # links routed before take their share of the cash too
-        new_urls = {c.url for c in candidates}
-        items += [CrawlItem(u, fps[0], depth=depth) for u, fps in known.items() if u not in new_urls]
+    if opic:
+        items = _page_shares(item, items, known, {c.url for c in candidates}, depth)
     return Extracted(items, records, len(page.links), page.text)
+
+
+def _page_shares(item: CrawlItem, items: list[CrawlItem], known: dict[str, tuple[int, int]], new_urls: set[str],
+                 depth: int) -> list[CrawlItem]:
+    """OPIC: the page's new in-scope links and every link routed before (``known`` minus ``new_urls``:
+    its cash must reach the URL though it is queued or fetched already), each with an even share."""
+    if not item.priority < 0.0:
+        return [CrawlItem(i.url, i.fp, depth, 0, 0, 0.0) for i in items]
+    again = [(url, fps[0]) for url, fps in known.items() if url not in new_urls]
+    share = item.priority / max(1, len(items) + len(again))
+    return [CrawlItem(i.url, i.fp, depth, 0, 0, share) for i in items] + [
+        CrawlItem(url, fp, depth, 0, 0, share) for url, fp in again]
 
 
 def _share_cash(item: CrawlItem, targets: list[CrawlItem]) -> list[CrawlItem]:
     """``targets``, each carrying an even share of ``item``'s cash (none: 0)."""
     share = min(item.priority, 0.0) / max(1, len(targets))
-    return [replace(t, priority=share) for t in targets]
+    return [CrawlItem(t.url, t.fp, t.depth, t.redirects, t.attempt, share, t.kind) for t in targets]
 
 
 def seed_items(urls: Iterable[str], scope: Scope, opic: bool = False) -> list[CrawlItem]:

@@ -222,3 +222,15 @@ def test_random_credits_pops_and_retries_match_a_reference_model(backend: str, t
                 f.complete(got, step)
                 done.add(url)
     f.close()
+
+
+def test_cash_table_add_many_adds_to_present_entries_only_repeats_included() -> None:
+    table = CashTable()
+    table.load(np.array([5, 9, 2**64 - 1], dtype=np.uint64), np.array([1.0, 2.0, 3.0]))
+    table.put(7, 10.0)  # in the dict of recent entries
+    table.pop(9)  # a tombstone
+    fps = np.array([5, 9, 7, 4, 5, 2**64 - 1, 7], dtype=np.uint64)
+    new = table.add_many(fps, np.array([0.5, 1.0, 1.0, 1.0, 0.25, 1.0, 2.0]))
+    assert np.isnan(new[[1, 3]]).all()
+    assert new[[0, 4]].tolist() == [1.75, 1.75] and new[5] == 4.0 and new[[2, 6]].tolist() == [11.0, 13.0]
+    assert (table.get(5), table.get(7), table.get(9), table.get(4)) == (1.75, 13.0, None, None)
