@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +79,53 @@ async def test_two_opic_nodes_fetch_the_closure_and_cash_reaches_the_node_withou
     other = "b" if seed_owner == "a" else "a"
     # all cash starts at the one seed: what the other node's pages held came in cross URLs
     assert history[seed_owner] > 0.0 and history[other] > 0.0
+
+
+async def _wait(predicate: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not predicate():
+            await asyncio.sleep(0.02)
+
+
+async def test_a_node_joining_an_opic_crawl_takes_buckets_with_their_cash_and_the_crawl_stays_exact(
+        tmp_path: Path) -> None:
+    params = small_web(n_hosts=24)
+    model = WebModel(params)
+    out = tmp_path / "crawl"
+    nodes: dict[str, ClusterNode] = {}
+    imported: list[float] = []
+    async with TestWebServer(model) as srv:
+        config = cluster_config(params, out, srv.write_resolve_file(tmp_path / "resolve.txt"),
+                                n_buckets=64, min_delay_s=0.05)
+        config = dataclasses.replace(config, frontier=FrontierConfig(order="opic"))
+        seeds = [srv.home_url(0), srv.home_url(5)]
+        expect = closure(model, seeds, config)
+        hub = InProcessHub(64)
+        crawl = await start_crawl(hub, config, seeds, nodes=["a", "b"])
+
+        def started(node: ClusterNode) -> None:
+            nodes[node.node_id] = node
+            if node.node_id == "c":  # record the cash of every item a hand-off brings
+                frontier, original = node.parts.frontier, node.parts.frontier.import_bucket
+
+                def spy(state: Any) -> int:
+                    imported.extend(-item.priority for item in state.items)
+                    return original(state)
+                frontier.import_bucket = spy  # type: ignore[method-assign]
+
+        def run(node: str) -> Any:
+            return run_cluster_node(hub, crawl.crawl_config(out_dir=str(out)), node_id=node,
+                                    nodes_dir=out / "nodes", epoch=crawl.epoch, on_start=started)
+
+        async with asyncio.timeout(90), asyncio.TaskGroup() as group:
+            tasks = {node: group.create_task(run(node)) for node in ("a", "b")}
+            await _wait(lambda: sum(n.parts.stats.pages for n in nodes.values()) >= len(expect) // 5)
+            tasks["c"] = group.create_task(run("c"))
+    summaries = [task.result() for task in tasks.values()]
+    assert {s["end"] for s in summaries} == {"done"}
+    entries = fetch_entries(out)
+    assert {e["url"] for e in entries} == expect
+    assert duplicates(entries) == {}
+    c = next(s for s in summaries if s["node"] == "c")
+    assert c["buckets"]["handoffs_in"] > 0
+    assert imported and max(imported) > 0.0, "the queued items handed over carried no cash"
