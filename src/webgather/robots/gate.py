@@ -104,7 +104,8 @@ class RobotsGate:
     """robots.txt state of every host one node crawls; see the module docstring."""
 
     def __init__(self, *, ttl_s: float = 86400.0, error_retry_s: float = 30.0, retry_factor: float = 4.0,
-                 max_tries: int = 4, max_hosts: int = 10_000, obey: bool = True) -> None:
+                 max_tries: int = 4, max_hosts: int = 10_000, obey: bool = True, min_gap_s: float = 0.0) -> None:
+        """``min_gap_s``: the host's politeness delay; a retry of its robots.txt never comes sooner."""
         if max_tries < 1 or max_hosts < 1 or ttl_s <= 0 or error_retry_s < 0 or retry_factor < 1:
             raise ConfigError(
                 "RobotsGate needs max_tries, max_hosts >= 1, ttl_s > 0, error_retry_s >= 0 and "
@@ -115,6 +116,7 @@ class RobotsGate:
         self.max_tries = max_tries
         self.max_hosts = max_hosts
         self.obey = obey
+        self.min_gap_s = min_gap_s
         self._settled: OrderedDict[str, _Settled] = OrderedDict()
         self._unsettled: dict[str, _Pending | Waiting] = {}
 
@@ -179,8 +181,9 @@ class RobotsGate:
         self._unsettled.pop(host, None)
 
     def retry_wait_s(self, failures: int) -> float:
-        """Wait after the ``failures``-th failed fetch in a row: error_retry_s x factor^(n-1)."""
-        return self.error_retry_s * self.retry_factor ** (failures - 1)
+        """Wait after the ``failures``-th failed fetch in a row: error_retry_s x factor^(n-1), and
+        never under ``min_gap_s`` (a retry is a request to the host like any other)."""
+        return max(self.error_retry_s * self.retry_factor ** (failures - 1), self.min_gap_s)
 
     def __len__(self) -> int:
         return len(self._settled) + len(self._unsettled)

@@ -17,14 +17,16 @@ import asyncio
 import math
 import signal
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from webgather.errors import Fenced, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
 from webgather.runtime.parts import NodeParts
 from webgather.runtime.pipeline import (
-    HostFingerprints, RoutedUrls, extract, link_log_args, log_entry, seed_items, unfetched_entry,
+    HostFingerprints, RoutedUrls, extract_parsed, link_log_args, log_entry, seed_items, unfetched_entry,
 )
 from webgather.runtime.robots_driver import RobotsDriver
 
@@ -63,15 +65,18 @@ class CrawlNode:
         self._active: set[asyncio.Task[None]] = set()
         self._host_fp = HostFingerprints()
         self._routed = RoutedUrls()
+        self._opic = parts.config.frontier.order == "opic"
         self._slots = asyncio.Semaphore(parts.config.fetch.concurrency)
         self._linger = linger
         self._handle_signals = handle_signals
         self._after_route = after_route
         self._hooks = hooks
         self._page_permit = page_permit
-        self._robots = RobotsDriver(parts, self._route, self._wakeup.set, hooks)
+        self._robots = RobotsDriver(parts, self._route, self._wakeup.set, hooks, self.fail)
         self.robots_busy = self._robots.busy
         """Hosts whose robots.txt request is under way."""
+        self.failure: WriteFailed | None = None
+        """The write that stopped the crawl (disk full): :meth:`run` raises it."""
 
     # -- routing ------------------------------------------------------------
     def add_local(self, items: list[CrawlItem], now: float) -> list[CrawlItem]:
@@ -84,7 +89,7 @@ class CrawlNode:
         return fresh
 
     def add_seeds(self, seeds: Sequence[str]) -> int:
-        items = seed_items(seeds, self.parts.scope, self.parts.config.frontier.order == "opic")
+        items = seed_items(seeds, self.parts.scope, self._opic)
         return len(self._route(items, self.parts.clock.monotonic()))
 
     # -- cluster hooks --------------------------------------------------------
@@ -119,6 +124,11 @@ class CrawlNode:
         self._stopping = True
         self._wakeup.set()
 
+    def fail(self, exc: WriteFailed) -> None:
+        """A write failed: stop. Items in flight stay so in the frontier (fetched again on resume)."""
+        self.failure = self.failure or exc
+        self.stop()
+
     async def run(self) -> None:
         """Crawl until the frontier is empty, max_pages is reached, or stop()."""
         loop = asyncio.get_running_loop()
@@ -132,6 +142,8 @@ class CrawlNode:
         finally:
             if self._handle_signals:
                 self._signals(loop, install=False)
+        if self.failure is not None:
+            raise self.failure
 
     def _signals(self, loop: asyncio.AbstractEventLoop, install: bool) -> None:
         for sig in (signal.SIGINT, signal.SIGTERM):
@@ -200,8 +212,9 @@ class CrawlNode:
     async def _process(self, item: CrawlItem) -> None:
         try:
             await self._fetch_and_handle(item)
-        except asyncio.CancelledError:
-            raise
+        except Fenced:  # not sent: its bucket moved while this node was past its lease; the item goes with it
+            self.parts.frontier.retry(replace(item, attempt=item.attempt - 1), self.parts.clock.monotonic(),
+                                      not_before=0.0, error=False)
         except Exception as exc:  # worker top loop: one bad page must not end the crawl
             await self._record_internal_error(item, exc)
         finally:
@@ -233,8 +246,8 @@ class CrawlNode:
         parts.frontier.release_host(item, now, response_time_s=result.elapsed_s, error=decision.host_error,
                                     retry_after_s=decision.not_before_s or None)
         self._wakeup.set()
-        extracted = extract(item, result, decision, parts.scope, self._host_fp, self._routed,
-                            want_text=self._hooks is not None, opic=parts.config.frontier.order == "opic")
+        extracted, decision = await extract_parsed(parts.parser, item, result, decision, parts.scope, self._host_fp,
+                                                   self._routed, want_text=self._hooks is not None, opic=self._opic)
         self.stats.links_found += extracted.links_found
         entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
         self._route(extracted.items, now)
@@ -250,6 +263,9 @@ class CrawlNode:
 
     async def _record_internal_error(self, item: CrawlItem, exc: Exception) -> None:
         parts = self.parts
+        if isinstance(exc, WriteFailed):  # the page is not done: it stays in flight
+            self.fail(exc)
+            return
         entry = unfetched_entry(item, "internal", self.node_id, parts.clock.wall())
         entry["detail"] = f"{type(exc).__name__}: {exc}"[:300]
         try:

@@ -10,33 +10,46 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from webgather.config import CrawlConfig
+from webgather.errors import WriteFailed
 from webgather.fetch.http import HttpClient
 from webgather.fetch.model import FetchResult
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
 from webgather.robots.gate import RobotsGate
-from webgather.runtime.affinity import pinned
+from webgather.runtime.affinity import allowed_cpus, pinned
 from webgather.runtime.clock import Clock, SystemClock
+from webgather.runtime.parse_pool import ParsePool
 from webgather.runtime.stats import CrawlStats
 from webgather.scope import Scope
 from webgather.store.warc import ArchiveRef
 from webgather.store.writer import ArchiveWriter
 
-__all__ = ["NodeParts", "WriterPort", "open_parts", "robots_gate"]
+__all__ = ["HttpPort", "NodeParts", "WriterPort", "open_parts", "robots_gate"]
+
+_log = logging.getLogger(__name__)
 
 LinkArgs = tuple[str, int, int, list[tuple[str, int, int, str, bool]]]
+
+
+class HttpPort(Protocol):
+    """What the run loop fetches with: :class:`HttpClient`, or a cluster node's fenced wrapper of it."""
+
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult: ...
 
 
 def robots_gate(config: CrawlConfig) -> RobotsGate:
     """The node's robots gate, from ``[robots]``."""
     robots = config.robots
     return RobotsGate(ttl_s=robots.ttl_s, error_retry_s=robots.error_retry_s, retry_factor=robots.retry_factor,
-                      max_tries=robots.max_tries, max_hosts=robots.max_hosts, obey=robots.obey)
+                      max_tries=robots.max_tries, max_hosts=robots.max_hosts, obey=robots.obey,
+                      min_gap_s=config.politeness.min_delay_s)
 
 
 class WriterPort:
@@ -72,9 +85,6 @@ class WriterPort:
         self.writer.submit_log(entry)
         await self._durable()
 
-    def log_nowait(self, entry: dict[str, object]) -> None:
-        self.writer.submit_log(entry)
-
     async def _durable(self) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
@@ -104,12 +114,14 @@ class NodeParts:
     out_dir: Path
     clock: Clock
     resolver: Resolver
-    http: HttpClient
+    http: HttpPort
     frontier: Frontier
     writer: WriterPort
     robots: RobotsGate
     scope: Scope
     stats: CrawlStats
+    parser: ParsePool
+    """HTML parsing with a deadline (:mod:`webgather.runtime.parse_pool`)."""
 
 
 @contextlib.asynccontextmanager
@@ -128,6 +140,7 @@ async def open_parts(
     ``n_buckets`` and ``frontier_cls`` are for cluster nodes (M of the crawl, and a
     frontier whose buckets follow the crawl's partition key). The node's threads stay
     on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.affinity`)."""
+    parser = ParsePool(config.parse, allowed_cpus())  # the mask before the pin: parsers may use every CPU
     with pinned(config.pin_cpu):  # before the writer thread starts: it inherits the mask
         clock = clock or SystemClock()
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -139,15 +152,37 @@ async def open_parts(
         writer = ArchiveWriter.open(out_dir, node_id, config.store)
         robots = robots_gate(config)
         stats = CrawlStats(started_at=clock.wall())
+        failed = False
         try:
             async with HttpClient(config.fetch, resolver, clock) as http:
                 yield NodeParts(
                     config, node_id, out_dir, clock, resolver, http, frontier,
-                    WriterPort(writer), robots, Scope(config.scope, seeds), stats,
+                    WriterPort(writer), robots, Scope(config.scope, seeds), stats, parser,
                 )
+        except WriteFailed:
+            failed = True
+            raise
+        finally:
+            await _close(parser, writer, frontier, after_failure=failed)
+
+
+async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, *, after_failure: bool) -> None:
+    """End the parser processes, drain and close the writer, then close (checkpoint) the
+    frontier, each attempted.
+
+    ``after_failure``: a failed write stopped the crawl, and that first failure
+    (naming the file that could not be written) is the one reported; the same
+    full disk failing the closing writes again is only logged."""
+    try:
+        try:
+            await parser.close()
+            await writer.drain()
         finally:
             try:
-                await writer.drain()
-            finally:
                 writer.close()
+            finally:  # after a failed write too: what was journaled is checkpointed
                 frontier.close()
+    except WriteFailed as exc:
+        if not after_failure:
+            raise
+        _log.info("closing after a failed write: %s", exc)

@@ -15,22 +15,26 @@ each seed starts with ``SEED_CASH``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from webgather.config import CrawlConfig
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
-from webgather.parse.links import followable, parse_page
-from webgather.parse.sitemap import parse_sitemap
+from webgather.parse.links import ParsedPage, followable, parse_page
+from webgather.parse.sitemap import SitemapDoc, parse_sitemap
+from webgather.runtime.parse_pool import ParseFailure, ParsePool
 from webgather.scope import Scope
 from webgather.urls import canonicalize, fingerprint, host_key
 
 __all__ = [
-    "SEED_CASH", "Extracted", "HostFingerprints", "RoutedUrls", "extract", "link_log_args", "log_entry",
-    "make_items", "robots_entry", "seed_items", "unfetched_entry",
+    "SEED_CASH", "Extracted", "HostFingerprints", "RoutedUrls", "extract", "extract_parsed", "link_log_args",
+    "log_entry", "make_items", "robots_entry", "seed_items", "unfetched_entry",
 ]
+
+log = logging.getLogger(__name__)
 
 LinkRecord = tuple[str, int, int, str, bool]
 SEED_CASH = 1.0
@@ -126,12 +130,40 @@ def extract(
         )
         return Extracted(make_items([target], scope), None)
     if decision.parse == "sitemap":
-        out = _from_sitemap(result, scope)
-        out.items = _share_cash(item, out.items) if opic else out.items
-        return out
+        return _cash_of_sitemap(item, _from_sitemap(result, scope), opic)
     if decision.parse == "page":
         return _from_page(item, result, scope, host_fp, routed, want_text, opic)
     return Extracted([], None)
+
+
+async def extract_parsed(
+    pool: ParsePool,
+    item: CrawlItem,
+    result: FetchResult,
+    decision: Decision,
+    scope: Scope,
+    host_fp: HostFingerprints,
+    routed: RoutedUrls,
+    *,
+    want_text: bool = True,
+    opic: bool = False,
+) -> tuple[Extracted, Decision]:
+    """:func:`extract` with the HTML page or sitemap parsed by ``pool`` (bounded in time, off
+    the loop when it could be slow). A document the pool could not parse yields nothing
+    (archived unparsed, no link-log record) and the decision returned carries the error kind."""
+    if decision.redirect_to is not None or decision.parse not in ("page", "sitemap"):
+        return extract(item, result, decision, scope, host_fp, routed, want_text=want_text, opic=opic), decision
+    doc: ParsedPage | SitemapDoc | ParseFailure
+    if decision.parse == "sitemap":
+        doc = await pool.parse_sitemap(result.body)
+    else:
+        doc = await pool.parse(item.url, result.body, result.header("Content-Type"), want_text=want_text)
+    if isinstance(doc, ParseFailure):
+        log.warning("%s not parsed: %s (%s)", item.url, doc.kind, doc.detail)
+        return Extracted([], None), replace(decision, error=doc.kind)
+    if isinstance(doc, SitemapDoc):
+        return _cash_of_sitemap(item, _sitemap_items(doc, scope), opic), decision
+    return _links_of(item, doc, scope, host_fp, routed, opic), decision
 
 
 def _from_page(
@@ -139,6 +171,11 @@ def _from_page(
     want_text: bool, opic: bool = False,
 ) -> Extracted:
     page = parse_page(item.url, result.body, result.header("Content-Type"), want_text=want_text)
+    return _links_of(item, page, scope, host_fp, routed, opic)
+
+
+def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFingerprints, routed: RoutedUrls,
+              opic: bool = False) -> Extracted:
     depth = item.depth + 1
     records: list[LinkRecord] = []
     candidates: list[CrawlItem] = []
@@ -173,20 +210,19 @@ def _page_shares(item: CrawlItem, items: list[CrawlItem], known: dict[str, tuple
         CrawlItem(url, fp, depth, 0, 0, share) for url, fp in again]
 
 
-def _share_cash(item: CrawlItem, targets: list[CrawlItem]) -> list[CrawlItem]:
-    """``targets``, each carrying an even share of ``item``'s cash (none: 0)."""
-    share = min(item.priority, 0.0) / max(1, len(targets))
-    return [CrawlItem(t.url, t.fp, t.depth, t.redirects, t.attempt, share, t.kind) for t in targets]
-
-
-def seed_items(urls: Iterable[str], scope: Scope, opic: bool = False) -> list[CrawlItem]:
-    """The in-scope seeds as items (with ``SEED_CASH`` each under OPIC)."""
-    priority = -SEED_CASH if opic else 0.0
-    return make_items([CrawlItem(u, fingerprint(u), depth=0, priority=priority) for u in urls], scope)
+def _cash_of_sitemap(item: CrawlItem, out: Extracted, opic: bool) -> Extracted:
+    """OPIC: the sitemap's URLs, each with an even share of its cash (none: 0)."""
+    if opic:
+        share = min(item.priority, 0.0) / max(1, len(out.items))
+        out.items = [CrawlItem(t.url, t.fp, t.depth, t.redirects, t.attempt, share, t.kind) for t in out.items]
+    return out
 
 
 def _from_sitemap(result: FetchResult, scope: Scope) -> Extracted:
-    doc = parse_sitemap(result.body)
+    return _sitemap_items(parse_sitemap(result.body), scope)
+
+
+def _sitemap_items(doc: SitemapDoc, scope: Scope) -> Extracted:
     items: list[CrawlItem] = []
     for raw in doc.urls:
         url = canonicalize(raw)
@@ -202,6 +238,12 @@ def _from_sitemap(result: FetchResult, scope: Scope) -> Extracted:
 def make_items(items: Iterable[CrawlItem], scope: Scope) -> list[CrawlItem]:
     """The items scope lets in (trap guards, host mode, depth, URL length)."""
     return [i for i in items if scope.reject(i.url, i.depth) is None]
+
+
+def seed_items(urls: Iterable[str], scope: Scope, opic: bool = False) -> list[CrawlItem]:
+    """The in-scope seeds as items (with ``SEED_CASH`` each under OPIC)."""
+    priority = -SEED_CASH if opic else 0.0
+    return make_items([CrawlItem(u, fingerprint(u), depth=0, priority=priority) for u in urls], scope)
 
 
 def log_entry(

@@ -8,7 +8,8 @@ all; 5xx, 429 and network errors mean "disallow for now": the host stays deferre
 ``robots.max_tries`` the gate gives up and the host's queued URLs are dropped
 with crawl-log error ``robots_unavailable``. A host that does not
 resolve is dropped at once with error ``dns`` (retrying DNS for ten minutes
-helps nobody).
+helps nobody), and so is one at an address the destination guard refuses
+(``forbidden_address``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ class RobotsOutcome:
     """Rules to obey, or None when robots.txt could not be had (disallow for now)."""
     results: tuple[FetchResult, ...]
     """Every request made, for the crawl log and the archive."""
-    dns_failed: bool = False
+    host_error: str | None = None
+    """"dns" or "forbidden_address": the host can never be fetched; drop its URLs with this error."""
 
 
 async def fetch_robots(
@@ -61,7 +63,7 @@ async def fetch_robots(
         if result.error in _CUT_ERRORS and status is not None and 200 <= status < 300:
             return RobotsOutcome(_from_prefix(result, user_agent, max_bytes), tuple(results))
         if result.error is not None or status is None:
-            return RobotsOutcome(None, tuple(results), dns_failed=result.error == "dns")
+            return RobotsOutcome(None, tuple(results), host_error=_host_error(result.error))
         if status in REDIRECT_STATUSES:
             location = result.header("Location")
             target = resolve_link(url, location) if location else None
@@ -100,3 +102,7 @@ def _from_prefix(result: FetchResult, user_agent: str, max_bytes: int) -> Robots
 def _whole_lines(result: FetchResult, prefix: bytes, user_agent: str, max_bytes: int) -> RobotsRules | None:
     # the prefix ends where a limit cut it: a half-read last line is dropped, never obeyed
     return rules_for_response(result.status, prefix[: prefix.rfind(b"\n") + 1], user_agent, max_bytes)
+
+
+def _host_error(error: str | None) -> str | None:
+    return error if error in ("dns", "forbidden_address") else None

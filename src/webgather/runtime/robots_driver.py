@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from webgather.errors import WebgatherError
+from webgather.errors import Fenced, WebgatherError, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.robots.gate import Allow, Dead, Deny, FetchRobots, RobotsGate, Wait, Waiting
@@ -47,8 +47,11 @@ Route = Callable[[list[CrawlItem], float], list[CrawlItem]]
 class RobotsDriver:
     """The node's robots.txt work: see the module docstring."""
 
-    def __init__(self, parts: NodeParts, route: Route, wake: Callable[[], None], hooks: FetchHooks | None) -> None:
+    def __init__(self, parts: NodeParts, route: Route, wake: Callable[[], None], hooks: FetchHooks | None,
+                 write_failed: Callable[[WriteFailed], None]) -> None:
+        """``write_failed``: a robots.txt answer could not be stored (disk full): the node stops."""
         self.parts = parts
+        self._write_failed = write_failed
         self.gate: RobotsGate = parts.robots
         self._route = route
         self._wake = wake
@@ -114,8 +117,10 @@ class RobotsDriver:
         self.busy.add(host)
         try:
             await self._fetch_once(host, origin)
-        except asyncio.CancelledError:
-            raise
+        except Fenced:  # not sent (runtime.cluster_fence): the host is being handed over; back here, asked again
+            self.gate.forget(host)
+        except WriteFailed as exc:  # not the host's fault: its URLs stay queued for the resume
+            self._write_failed(exc)
         except Exception as exc:  # worker top loop: a robots failure must not end the crawl
             now = self.parts.clock.monotonic()
             self._drop(host, self.gate.give_up(host, now, "robots_unavailable", f"{type(exc).__name__}: {exc}"))
@@ -139,8 +144,9 @@ class RobotsDriver:
             parts.stats.robots_fetches += 1
             await parts.writer.write(result, robots_entry(result, parts.node_id), None)
         now = parts.clock.monotonic()
-        if outcome.dns_failed:  # retrying DNS for minutes helps nobody
-            self._drop(host, self.gate.give_up(host, now, "dns", "host does not resolve"))
+        if outcome.host_error:  # retrying DNS, or an address the guard refuses, for minutes helps nobody
+            detail = "host does not resolve" if outcome.host_error == "dns" else "private address refused"
+            self._drop(host, self.gate.give_up(host, now, outcome.host_error, detail))
         elif outcome.rules is None:
             self._failed(host, outcome.results[-1], now)
         else:
@@ -186,15 +192,11 @@ class RobotsDriver:
 
     # -- recording ------------------------------------------------------------
     def _drop(self, host: str, dead: Dead) -> None:
-        frontier = self.parts.frontier
-        dropped = frontier.drop_host(host)
-        # URLs of the host found later flow through dispatch, where the gate denies them
-        frontier.defer_host(host, self.parts.clock.monotonic())
-        log.info("gave up %s (%s: %s); %d queued URLs dropped", host, dead.reason, dead.detail, len(dropped))
-        wall = self.parts.clock.wall()
-        for item in dropped:
-            self.parts.writer.log_nowait(self._entry(item, dead.reason, dead.detail, wall))
-            self._count(item, dead.reason)
+        # The host's URLs flow through dispatch, where the gate denies them and each is completed
+        # only once its crawl-log line is stored. Removing them here while their lines were still
+        # in the writer lost them when the disk filled up before the lines were written.
+        self.parts.frontier.defer_host(host, self.parts.clock.monotonic())
+        log.info("gave up %s (%s: %s); its queued URLs are logged as denied", host, dead.reason, dead.detail)
 
     async def _record_denied(self, item: CrawlItem, deny: Deny) -> None:
         parts = self.parts

@@ -157,3 +157,13 @@ def test_many_hosts_stay_bounded_and_forget() -> None:
 def test_bad_settings_are_config_errors(bad: dict[str, float]) -> None:
     with pytest.raises(ConfigError):
         gate(**bad)
+
+
+def test_a_robots_retry_never_comes_sooner_than_the_hosts_politeness_delay() -> None:
+    # error_retry_s under the host's delay: the retry (a request like any other) waits the delay
+    g = gate(error_retry_s=0.01, retry_factor=1.0, min_gap_s=0.3)
+    assert g.admit(H, 5.0) == FetchRobots(0)
+    state = g.failed(H, 5.0, "http 503")
+    assert isinstance(state, Waiting) and state.at == pytest.approx(5.3)
+    assert g.admit(H, 5.2) is None and g.check(H, URL, 5.2) == Wait(state.at)
+    assert g.check(H, URL, 5.3) == FetchRobots(1)
