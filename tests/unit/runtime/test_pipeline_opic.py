@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from webgather.config import ScopeConfig
+from webgather.config import ParseConfig, ScopeConfig
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
-from webgather.runtime.pipeline import SEED_CASH, Extracted, HostFingerprints, RoutedUrls, extract, seed_items
+from webgather.runtime.parse_pool import ParsePool
+from webgather.runtime.pipeline import (
+    SEED_CASH, Extracted, HostFingerprints, RoutedUrls, extract, extract_parsed, seed_items,
+)
 from webgather.scope import Scope
 from webgather.urls import fingerprint
 
@@ -62,3 +65,23 @@ def test_a_redirect_passes_all_its_cash_and_bfs_priorities_stay_depths() -> None
 def test_seeds_start_with_seed_cash_under_opic_only() -> None:
     assert [i.priority for i in seed_items([BASE, "http://b.test/"], SCOPE, opic=True)] == [-SEED_CASH] * 2
     assert [i.priority for i in seed_items([BASE], SCOPE)] == [0.0]
+
+
+def test_a_sitemap_splits_its_cash_over_the_urls_it_lists() -> None:
+    body = (b'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+            b"<url><loc>http://a.test/s1</loc></url><url><loc>http://a.test/s2</loc></url></urlset>")
+    got = _extract(RoutedUrls(), 0.5, decision=Decision(parse="sitemap"), body=body)
+    assert shares(got) == {"http://a.test/s1": pytest.approx(0.25), "http://a.test/s2": pytest.approx(0.25)}
+
+
+async def test_the_parse_pool_path_shares_cash_like_extract() -> None:
+    pool = ParsePool(ParseConfig())  # an ordinary page is parsed inline: no process starts
+    item = CrawlItem(BASE, fingerprint(BASE), depth=1, priority=-0.9)
+    result = FetchResult(url=BASE, started_at=0.0, elapsed_s=0.01, status=200,
+                         response_headers=(("Content-Type", "text/html"),), raw_body=PAGE, body=PAGE)
+    try:
+        got, _ = await extract_parsed(pool, item, result, Decision(parse="page"), SCOPE, HostFingerprints(),
+                                      RoutedUrls(), want_text=False, opic=True)
+    finally:
+        await pool.close()
+    assert shares(got) == shares(_extract(RoutedUrls(), 0.9))
