@@ -6,10 +6,8 @@ returns at once. Data flow: ``add(items)`` seen-tests a batch (keys
 new items per host; ``next_ready(now)`` hands out an item whose host and IP may
 be fetched now; ``complete``/``retry`` end a fetch and set the host's clock.
 
-Order: breadth-first (``order="bfs"``): a host's queue is ordered by depth,
-FIFO within a depth, and among ready hosts the shallowest head goes first.
-``order="opic"`` orders by ``CrawlItem.priority`` as the caller sets it; the
-OPIC cash accounting itself is not implemented here.
+Order: ``bfs`` orders a host's queue by depth (FIFO within one), and among ready hosts
+the shallowest head goes first; ``opic`` by minus the cash (:mod:`webgather.frontier.cash`).
 
 Persistence (``state_dir`` given): queued items in SQLite, the seen-set in
 :class:`DiskSeen` run files, every change since the last checkpoint in a redo
@@ -28,18 +26,18 @@ from pathlib import Path
 
 import numpy as np
 
-from webgather.cachepolicy import make_cache
 from webgather.buckets import MAX_BUCKETS, bucket_of
+from webgather.cachepolicy import make_cache
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.errors import ConfigError, FrontierError
 from webgather.frontier.batch import hosts_of, item_fingerprints
 from webgather.frontier.bucket import BucketState, HostClock
+from webgather.frontier.cash import CashBook
 from webgather.frontier.model import CrawlItem
 from webgather.frontier.persist import Persistence, open_persistent
 from webgather.frontier.policy import Politeness
 from webgather.frontier.queues import HostQueues, MemoryQueues
 from webgather.frontier.seen import CachedSeen, MemorySeen, SeenSet, seen_keys
-
 
 __all__ = ["Frontier"]
 
@@ -49,7 +47,7 @@ class Frontier:
 
     def __init__(self, config: FrontierConfig, politeness: PolitenessConfig, n_buckets: int,
                  max_pages_per_host: int | None, seen: SeenSet, queues: HostQueues,
-                 persist: Persistence | None = None) -> None:
+                 persist: Persistence | None = None, cash: CashBook | None = None) -> None:
         self.config = config
         self.n_buckets = n_buckets
         self.max_pages_per_host = max_pages_per_host
@@ -57,6 +55,7 @@ class Frontier:
         self.queues = queues
         self.policy = Politeness(politeness)
         self.persist = persist
+        self.cash = cash  # OPIC only
         self.bucket_of_host: dict[str, int] = {}
         self.hosts_of_bucket: dict[int, set[str]] = {}
         self.accepted: dict[str, int] = {}
@@ -81,7 +80,7 @@ class Frontier:
         by_depth = config.order == "bfs"
         if state_dir is None:
             return cls(config, politeness, n_buckets, max_pages_per_host, MemorySeen(),
-                       MemoryQueues(by_depth=by_depth))
+                       MemoryQueues(by_depth), None, None if by_depth else CashBook())
         return open_persistent(cls, Path(state_dir), config, politeness, n_buckets, max_pages_per_host)
 
     # -- the hot path ------------------------------------------------------------
@@ -89,8 +88,8 @@ class Frontier:
     def add(self, items: Sequence[CrawlItem], now: float) -> list[CrawlItem]:
         """Seen-test ``items`` and queue the new ones; returns those queued, in order.
 
-        Within the batch only the first item of a URL counts. New items of a
-        host already at ``max_pages_per_host`` are counted, not queued.
+        Within the batch only the first item of a URL counts. New items of a host already at
+        ``max_pages_per_host`` are counted, not queued. OPIC: the others credit their cash.
         """
         self._touch(now)
         if not items:
@@ -101,11 +100,12 @@ class Frontier:
         keys = seen_keys(np.array(buckets, dtype=np.uint64), item_fingerprints(items))
         new_mask = self.seen.add_many(keys)
         new_idx = np.flatnonzero(new_mask).tolist()
-        if not new_idx:
-            return []
-        if self.persist is not None:
+        if self.persist is not None and new_idx:
             self.persist.journal_seen(keys[new_mask])
-        return self._enqueue([(hosts[i], items[i]) for i in new_idx], now)
+        fresh = self._enqueue([(hosts[i], items[i]) for i in new_idx], now) if new_idx else []
+        if self.cash is not None and len(new_idx) < len(items):
+            self.cash.credit_queued([(hosts[i], items[i]) for i in np.flatnonzero(~new_mask).tolist()], self, now)
+        return fresh
 
     def requeue(self, items: Sequence[CrawlItem], now: float) -> list[CrawlItem]:
         """Queue URLs seen before again, past the seen-test and the per-host cap (re-crawl
@@ -147,6 +147,8 @@ class Frontier:
         self._touch(now)
         host = self._take_in_flight(item)
         self.queues.finish(host, item, False)
+        if self.cash is not None:
+            self.cash.done(item.fp)
         if item.fp in self._released:
             self._released.discard(item.fp)
         else:
@@ -172,6 +174,8 @@ class Frontier:
             raise FrontierError(f"{item.url!r}: a released item can only be completed")
         host = self._take_in_flight(item)
         _, head = self.queues.finish(host, item, True)
+        if self.cash is not None and (cash := self.cash.table.get(item.fp)) is not None:
+            head = self.queues.reprioritize(host, item.fp, -cash)  # what links brought while it was in flight
         self.queued += 1
         self.policy.set_head(host, head, now)
         self.policy.complete(host, now, None, error, None, not_before=not_before)
@@ -186,6 +190,8 @@ class Frontier:
     def drop_host(self, host: str) -> list[CrawlItem]:
         """Remove and return the host's queued items (items in flight stay in flight)."""
         removed = self.queues.remove_host(host)
+        if self.cash is not None:
+            self.cash.forget(removed)
         self.queued -= len(removed)
         self.policy.set_head(host, None, self.last_now)
         return removed
@@ -215,6 +221,7 @@ class Frontier:
         self._check_bucket(bucket)
         hosts = sorted(self.hosts_of_bucket.get(bucket, ()))
         items = [item for host in hosts for item in self.queues.items(host)]
+        items = items if self.cash is None else self.cash.current(items)
         clocks = []
         for host in hosts:
             st = self.policy.known(host)
@@ -301,6 +308,7 @@ class Frontier:
             "dropped_by_host_cap": self.dropped_by_host_cap, "resumed_in_flight": self.resumed_in_flight,
             "queued_in_memory": getattr(self.queues, "in_memory", self.queued),
         }
+        out.update(self.cash.stats() if self.cash is not None else {})
         out.update(self.policy.counts(self.last_now))
         return out
 
@@ -357,6 +365,8 @@ class Frontier:
                 self.policy.set_head(host, self.queues.push(host, group), now)
                 fresh.extend(group)
         self.queued += len(fresh)
+        if self.cash is not None:
+            self.cash.queued(fresh)
         return fresh
 
     def _within_cap(self, host: str, group: list[CrawlItem]) -> list[CrawlItem]:
