@@ -18,7 +18,7 @@ from webgather.cluster.wire import UrlBatch, decode
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
-from webgather.runtime.clock import FakeClock
+from webgather.clock import FakeClock
 from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.testweb import TestWebServer, WebModel, closure
