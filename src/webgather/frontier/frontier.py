@@ -36,6 +36,7 @@ from webgather.errors import ConfigError, FrontierError
 from webgather.frontier.batch import hosts_of, item_fingerprints
 from webgather.frontier.bucket import BucketState, HostClock
 from webgather.frontier.model import CrawlItem
+from webgather.frontier.parked import Parked
 from webgather.frontier.policy import Politeness
 from webgather.frontier.queues import HostQueues, MemoryQueues
 from webgather.frontier.seen import CachedSeen, MemorySeen, SeenSet, seen_keys
@@ -64,6 +65,7 @@ class Frontier:
         self.accepted: dict[str, int] = {}
         self.in_flight_items: dict[int, str] = {}
         self._released: set[int] = set()  # in flight, but their hosts were released
+        self.parked = Parked()  # retries waiting for their time: in flight for the queues
         self.queued = 0
         self.dropped_by_host_cap = 0
         self.resumed_in_flight = 0
@@ -131,9 +133,11 @@ class Frontier:
         (``math.inf`` when nothing is queued, or everything queued waits for a
         request in flight). Call again after ``add``/``complete``/``retry``/``defer_host``."""
         self._touch(now)
+        for host_of, parked in self.parked.take_due(now):
+            self._requeue(host_of, parked, now)
         host, wake_at = self.policy.next_ready(now)
         if host is None:
-            return None, wake_at
+            return None, min(wake_at, self.parked.due_at())
         item, head = self.queues.pop(host)
         self.policy.set_head(host, head, now)
         self.in_flight_items[item.fp] = host
@@ -168,17 +172,24 @@ class Frontier:
         self._released.add(item.fp)
         self.policy.complete(host, now, response_time_s, error, retry_after_s)
 
-    def retry(self, item: CrawlItem, now: float, *, not_before: float, error: bool = True) -> None:
-        """Like :meth:`complete`, but ``item`` goes back to its place at the head of
-        its host's queue with ``attempt + 1``, and the host waits until ``not_before``."""
+    def retry(self, item: CrawlItem, now: float, *, not_before: float, error: bool = True,
+              retry_after_s: float | None = None) -> None:
+        """Like :meth:`complete` for the host's clock, but ``item`` is parked (:mod:`.parked`) and goes
+        back to its place in its host's queue with ``attempt + 1`` at ``not_before``."""
         self._touch(now)
-        if item.fp in self._released:
-            raise FrontierError(f"{item.url!r}: a released item can only be completed")
-        host = self._take_in_flight(item)
+        if item.fp in self._released or (host := self.in_flight_items.get(item.fp)) is None:
+            raise FrontierError(f"{item.url!r} is not in flight, or was released (only completed then)")
+        self.policy.complete(host, now, None, error, retry_after_s)
+        if not_before > now:
+            self.parked.park(not_before, host, item)
+        else:
+            self._requeue(host, item, now)
+
+    def _requeue(self, host: str, item: CrawlItem, now: float) -> None:
+        self._take_in_flight(item)
         _, head = self.queues.finish(host, item, True)
         self.queued += 1
         self.policy.set_head(host, head, now)
-        self.policy.complete(host, now, None, error, None, not_before=not_before)
         self._commit()
 
     # -- host controls ---------------------------------------------------------------
@@ -287,11 +298,11 @@ class Frontier:
     # -- state ---------------------------------------------------------------------------
 
     def pending(self) -> int:
-        """Items queued and not in flight."""
-        return self.queued
+        """Items queued or parked for a retry, not being fetched."""
+        return self.queued + len(self.parked)
 
     def in_flight(self) -> int:
-        return len(self.in_flight_items)
+        return len(self.in_flight_items) - len(self.parked)
 
     def is_done(self) -> bool:
         """Nothing queued and nothing in flight."""
@@ -300,7 +311,7 @@ class Frontier:
     def stats(self) -> dict[str, int | float]:
         """Counters for progress displays and tests (O(hosts): call it at human rates)."""
         out: dict[str, int | float] = {
-            "queued": self.queued, "in_flight": len(self.in_flight_items), "seen": len(self.seen),
+            "queued": self.pending(), "in_flight": self.in_flight(), "seen": len(self.seen),
             "cache_hits": self.seen.hits, "cache_lookups": self.seen.lookups,
             "dropped_by_host_cap": self.dropped_by_host_cap, "resumed_in_flight": self.resumed_in_flight,
             "queued_in_memory": getattr(self.queues, "in_memory", self.queued),

@@ -12,9 +12,23 @@ flight, its delay, its consecutive errors. The delay after a request is::
                 min(adaptive_delay_factor x response time, max_delay_s))
 
 counted from the END of the request (:meth:`Politeness.complete`), so the gap a
-server sees between two requests from us is at least ``delay``. After k
-consecutive errors the host also waits ``min(backoff_base_s * 2**(k-1),
-backoff_max_s)``; a Retry-After is honoured up to ``retry_after_max_s``.
+server sees between two requests from us is at least ``delay``.
+
+Back-off follows the health of the HOST, not the count of failing URLs:
+``errors`` counts consecutive failed requests to the host, whichever URLs they
+were for, and any success resets it to 0. After a failure the host waits::
+
+    max(delay, step)    step = min(Retry-After, retry_after_max_s)     if the server sent one
+                        step = min(backoff_base_s * 2**(errors-1), backoff_max_s)   otherwise
+
+A server-sent Retry-After replaces the exponential step (the server said when
+it wants us back: ``Retry-After: 1`` means about 1 s, not 2, 4, 8...). The
+failing URL itself waits for its retry on its own clock (its attempt count;
+see ``Frontier.retry``) without holding the host's queue, so one URL that
+keeps answering 500 costs the host's other URLs at most one bounded step per
+failure, and their successes reset the streak. (Heritrix snoozes a host by a
+fixed politeness delay and schedules a URL's retry separately; Nutch and
+Scrapy's AutoThrottle likewise back a host off only while it keeps failing.)
 Up to ``per_host_connections`` requests to a host may be in flight, and up to
 ``per_ip_connections`` to all hosts of one IP address (:meth:`set_host_ip`; a
 host whose address is unknown is its own group).
@@ -177,15 +191,15 @@ class Politeness:
                error: bool, retry_after_s: float | None) -> float:
         if response_time_s is not None:
             st.last_response_s = response_time_s
-        delay = self.delay_s(st, response_time_s)
-        if error:
-            st.errors += 1
-            delay = max(delay, self.backoff_s(st.errors))
-        else:
-            st.errors = 0
+        st.errors = st.errors + 1 if error else 0
+        return now + max(self.delay_s(st, response_time_s), self.step_s(st.errors, retry_after_s))
+
+    def step_s(self, errors: int, retry_after_s: float | None) -> float:
+        """The host's back-off step: the server's Retry-After (clamped to
+        ``retry_after_max_s``) when it sent one, else :meth:`backoff_s` of ``errors``."""
         if retry_after_s is not None:
-            delay = max(delay, min(max(retry_after_s, 0.0), self.config.retry_after_max_s))
-        return now + delay
+            return min(max(retry_after_s, 0.0), self.config.retry_after_max_s)
+        return self.backoff_s(errors)
 
     def defer(self, host: str, until: float, now: float) -> None:
         """Fetch nothing from ``host`` before ``until``: sets its next allowed time

@@ -1,0 +1,46 @@
+"""Items waiting for the time of their retry, apart from their host's queue. Pure.
+
+A retried item that went back to the head of its host's queue at once would
+hold the whole host until its own retry time: one URL answering 500 would
+stall every other URL of the host (and the host's error streak would grow with
+each retry of that one URL, never reset by the others' successes). So
+:meth:`Frontier.retry <webgather.frontier.frontier.Frontier.retry>` parks the
+item here, still *in flight* for the queues (a crash fetches it again, like any
+item in flight), and puts it back into its host's queue once it is due.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+
+from webgather.frontier.model import CrawlItem
+
+__all__ = ["Parked"]
+
+
+class Parked:
+    """A heap of ``(due, seq, host, item)``: parked retries by the time they may go."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[float, int, str, CrawlItem]] = []
+        self._seq = 0
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def park(self, due: float, host: str, item: CrawlItem) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (due, self._seq, host, item))
+
+    def due_at(self) -> float:
+        """When the next parked item is due; ``math.inf`` when none is parked."""
+        return self._heap[0][0] if self._heap else math.inf
+
+    def take_due(self, now: float) -> list[tuple[str, CrawlItem]]:
+        """Remove and return ``(host, item)`` of every item due by ``now``, earliest first."""
+        heap, out = self._heap, []
+        while heap and heap[0][0] <= now:
+            _, _, host, item = heapq.heappop(heap)
+            out.append((host, item))
+        return out
