@@ -7,6 +7,14 @@ each retry of that one URL, never reset by the others' successes). So
 :meth:`Frontier.retry <webgather.frontier.frontier.Frontier.retry>` parks the
 item here, still *in flight* for the queues (a crash fetches it again, like any
 item in flight), and puts it back into its host's queue once it is due.
+
+An item is due at its own retry time, but never before just after its host may
+go again: when the two coincide (a URL's first retry and the host's first
+back-off step are both ``backoff_base_s``), the host's next request goes to
+another of its URLs, whose success ends the host's error streak, and the
+failing URL comes next. Otherwise the retry, back at the head of the queue,
+would take every slot of the host until it gave up, escalating the host's
+back-off with each attempt.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from webgather.config import CrawlConfig, PolitenessConfig
+from webgather.config import CrawlConfig, FrontierConfig, PolitenessConfig
 from webgather.fetch.model import FetchResult
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
@@ -74,8 +74,6 @@ def _item(url: str) -> CrawlItem:
 
 @pytest.mark.parametrize("persistent", [False, True])
 def test_a_url_that_keeps_failing_does_not_hold_its_hosts_other_urls(persistent: bool, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    from webgather.config import FrontierConfig
-
     f = Frontier.open(tmp_path / "state" if persistent else None, FrontierConfig(),
                       PolitenessConfig(min_delay_s=1.0, backoff_base_s=2.0), n_buckets=16)
     f.add([_item("http://a.test/bad"), _item("http://a.test/1"), _item("http://a.test/2")], 0.0)
@@ -97,6 +95,20 @@ def test_a_url_that_keeps_failing_does_not_hold_its_hosts_other_urls(persistent:
     f.complete(again, 8.1)
     assert f.is_done()
     f.close()
+
+
+def test_a_retry_due_with_the_host_lets_another_url_go_first() -> None:
+    f = Frontier.open(None, FrontierConfig(), PolitenessConfig(min_delay_s=1.0, backoff_base_s=2.0), n_buckets=16)
+    f.add([_item("http://a.test/bad"), _item("http://a.test/1")], 0.0)
+    bad, _ = f.next_ready(0.0)
+    assert bad is not None and bad.url == "http://a.test/bad"
+    f.retry(bad, 0.0, not_before=2.0)  # the URL's first retry step = the host's first back-off step
+    one, _ = f.next_ready(2.0)
+    assert one is not None and one.url == "http://a.test/1"  # not the failing URL once more
+    f.complete(one, 2.1)
+    assert f.policy.state("a.test").errors == 0
+    again, _ = f.next_ready(3.1)
+    assert again is not None and (again.url, again.attempt) == ("http://a.test/bad", 1)
 
 
 def _result(status: int, headers: tuple[tuple[str, str], ...] = ()) -> FetchResult:
