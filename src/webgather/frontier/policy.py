@@ -24,7 +24,8 @@ were for, and any success resets it to 0. After a failure the host waits::
 A server-sent Retry-After replaces the exponential step (the server said when
 it wants us back: ``Retry-After: 1`` means about 1 s, not 2, 4, 8...). The
 failing URL itself waits for its retry on its own clock (its attempt count;
-see ``Frontier.retry``) without holding the host's queue, so one URL that
+see ``Frontier.retry``) without holding the host's queue, and is due only after
+the host's next request (:mod:`webgather.frontier.parked`), so one URL that
 keeps answering 500 costs the host's other URLs at most one bounded step per
 failure, and their successes reset the streak. (Heritrix snoozes a host by a
 fixed politeness delay and schedules a URL's retry separately; Nutch and
