@@ -180,8 +180,8 @@ class Frontier:
         if item.fp in self._released or (host := self.in_flight_items.get(item.fp)) is None:
             raise FrontierError(f"{item.url!r} is not in flight, or was released (only completed then)")
         self.policy.complete(host, now, None, error, retry_after_s)
-        if not_before > now:  # due just after the host's next request, not with it: see .parked
-            self.parked.park(max(not_before, self.policy.state(host).next_allowed_at + 1e-3), host, item)
+        if not_before > now:  # due after the host's next request, not with it: see .parked
+            self.parked.park(max(not_before, self.policy.turn_after_next(host)), host, item)
         else:
             self._requeue(host, item, now)
 

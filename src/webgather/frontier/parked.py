@@ -8,13 +8,15 @@ each retry of that one URL, never reset by the others' successes). So
 item here, still *in flight* for the queues (a crash fetches it again, like any
 item in flight), and puts it back into its host's queue once it is due.
 
-An item is due at its own retry time, but never before just after its host may
-go again: when the two coincide (a URL's first retry and the host's first
-back-off step are both ``backoff_base_s``), the host's next request goes to
-another of its URLs, whose success ends the host's error streak, and the
-failing URL comes next. Otherwise the retry, back at the head of the queue,
-would take every slot of the host until it gave up, escalating the host's
-back-off with each attempt.
+An item is due at its own retry time, but not before its host's next request
+is over (the host's next allowed time plus its delay: ``turn_after_next``):
+when the two times coincide (a URL's first retry and the host's first back-off
+step are both ``backoff_base_s``), the host's next request goes to another of
+its URLs, whose success ends the host's error streak, and the failing URL
+comes after it. Otherwise the retry, back at the head of the queue, would take
+every slot of the host until it gave up, escalating the host's back-off with
+each attempt. (A margin of a millisecond was not enough: a timer that fires a
+little late finds both due, and the retry sorts first.)
 """
 
 from __future__ import annotations

@@ -128,6 +128,12 @@ class Politeness:
             delay = max(delay, min(cfg.adaptive_delay_factor * response_time_s, cfg.max_delay_s))
         return delay
 
+    def turn_after_next(self, host: str) -> float:
+        """When the host may go again after one more request started as soon as it may
+        (and taking no time): its next allowed time plus its delay."""
+        st = self.state(host)
+        return st.next_allowed_at + self.delay_s(st, None)
+
     def backoff_s(self, errors: int) -> float:
         """Backoff after ``errors`` consecutive errors: base * 2**(errors-1), capped."""
         if errors <= 0:
