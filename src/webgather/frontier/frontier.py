@@ -158,7 +158,7 @@ class Frontier:
         if item.fp in self._released:
             self._released.discard(item.fp)
         else:
-            self.policy.complete(host, now, response_time_s, error, retry_after_s, skipped=skipped)
+            self.policy.complete(host, now, response_time_s, error, retry_after_s, skipped=skipped, again=item.attempt > 0)
         self._commit()
 
     def release_host(self, item: CrawlItem, now: float, *, response_time_s: float | None = None,
@@ -170,7 +170,7 @@ class Frontier:
         if host is None or item.fp in self._released:
             raise FrontierError(f"{item.url!r} is not in flight, or its host was released already")
         self._released.add(item.fp)
-        self.policy.complete(host, now, response_time_s, error, retry_after_s)
+        self.policy.complete(host, now, response_time_s, error, retry_after_s, again=item.attempt > 0)
 
     def retry(self, item: CrawlItem, now: float, *, not_before: float, error: bool = True,
               retry_after_s: float | None = None) -> None:
@@ -179,7 +179,7 @@ class Frontier:
         self._touch(now)
         if item.fp in self._released or (host := self.in_flight_items.get(item.fp)) is None:
             raise FrontierError(f"{item.url!r} is not in flight, or was released (only completed then)")
-        self.policy.complete(host, now, None, error, retry_after_s)
+        self.policy.complete(host, now, None, error, retry_after_s, again=item.attempt > 0)
         if not_before > now:  # due after the host's next request, not with it: see .parked
             self.parked.park(max(not_before, self.policy.turn_after_next(host)), host, item)
         else:

@@ -111,6 +111,42 @@ def test_a_retry_due_with_the_host_lets_another_url_go_first() -> None:
     assert again is not None and (again.url, again.attempt) == ("http://a.test/bad", 1)
 
 
+def test_a_url_failing_again_holds_the_hosts_streak_instead_of_lengthening_it() -> None:
+    p = make()
+    p.set_head("a", 0.0, 0.0)
+    assert fail(p, 0.0) == 2.0  # URL A
+    assert fail(p, 2.0) == 4.0  # URL B: two different URLs in a row
+    got, _ = p.next_ready(6.0)
+    assert got == "a"
+    p.complete("a", 6.0, error=True, again=True)  # A's retry fails: still two
+    assert p.state("a").errors == 2 and p.state("a").next_allowed_at == 10.0
+    got, _ = p.next_ready(10.0)
+    p.complete("a", 10.0)
+    got, _ = p.next_ready(10.5)
+    p.complete("a", 10.5, error=True, again=True)  # a retry failing after a success starts a streak
+    assert p.state("a").errors == 1 and p.state("a").next_allowed_at == 12.5
+
+
+def test_two_broken_urls_retried_in_turn_do_not_stall_their_host() -> None:
+    f = Frontier.open(None, FrontierConfig(), PolitenessConfig(min_delay_s=1.0, backoff_base_s=2.0), n_buckets=16)
+    f.add([_item("http://a.test/500"), _item("http://a.test/502")], 0.0)
+    now, order = 0.0, []
+    while not f.is_done():  # each URL: its first attempt and two retries, as the node runs them
+        got, wake = f.next_ready(now)
+        if got is None:
+            now = wake
+            continue
+        order.append((got.url[-3:], got.attempt))
+        if got.attempt < 2:
+            f.retry(got, now, not_before=now + 2.0 * 2**got.attempt)
+        else:
+            f.complete(got, now, error=True)
+    assert order == [("500", 0), ("502", 0), ("500", 1), ("502", 1), ("500", 2), ("502", 2)]
+    assert f.policy.state("a.test").errors == 2
+    assert f.policy.state("a.test").next_allowed_at - now == 4.0  # not 2 * 2**5 = 64 s
+    assert now <= 20.0
+
+
 def _result(status: int, headers: tuple[tuple[str, str], ...] = ()) -> FetchResult:
     return FetchResult(url="http://a.test/x", started_at=0.0, elapsed_s=0.1, status=status, response_headers=headers)
 
