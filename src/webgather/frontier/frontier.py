@@ -65,7 +65,7 @@ class Frontier:
         self.accepted: dict[str, int] = {}
         self.in_flight_items: dict[int, str] = {}
         self._released: set[int] = set()  # in flight, but their hosts were released
-        self.parked = Parked()  # retries waiting for their time: in flight for the queues
+        self.parked = Parked(self._requeue)  # retries waiting for their time: in flight for the queues
         self.queued = 0
         self.dropped_by_host_cap = 0
         self.resumed_in_flight = 0
@@ -133,8 +133,7 @@ class Frontier:
         (``math.inf`` when nothing is queued, or everything queued waits for a
         request in flight). Call again after ``add``/``complete``/``retry``/``defer_host``."""
         self._touch(now)
-        for host_of, parked in self.parked.take_due(now):
-            self._requeue(host_of, parked, now)
+        self.parked.release_due(now)
         host, wake_at = self.policy.next_ready(now)
         if host is None:
             return None, min(wake_at, self.parked.due_at())

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Callable
 
 from webgather.frontier.model import CrawlItem
 
@@ -30,9 +31,13 @@ __all__ = ["Parked"]
 
 
 class Parked:
-    """A heap of ``(due, seq, host, item)``: parked retries by the time they may go."""
+    """A heap of ``(due, seq, host, item)``: parked retries by the time they may go.
 
-    def __init__(self) -> None:
+    ``requeue(host, item, now)`` puts a released item back into its host's queue.
+    """
+
+    def __init__(self, requeue: Callable[[str, CrawlItem, float], None]) -> None:
+        self._requeue = requeue
         self._heap: list[tuple[float, int, str, CrawlItem]] = []
         self._seq = 0
 
@@ -47,10 +52,21 @@ class Parked:
         """When the next parked item is due; ``math.inf`` when none is parked."""
         return self._heap[0][0] if self._heap else math.inf
 
-    def take_due(self, now: float) -> list[tuple[str, CrawlItem]]:
-        """Remove and return ``(host, item)`` of every item due by ``now``, earliest first."""
-        heap, out = self._heap, []
+    def release_due(self, now: float) -> None:
+        """Requeue every item due by ``now``, earliest first."""
+        heap = self._heap
         while heap and heap[0][0] <= now:
             _, _, host, item = heapq.heappop(heap)
-            out.append((host, item))
-        return out
+            self._requeue(host, item, now)
+
+    def release_host(self, host: str, now: float) -> int:
+        """Requeue the host's parked items now, due or not; returns how many. For a bucket
+        hand-over: the host's clock goes with the bucket, these items' own waits do not,
+        and an item parked for a long Retry-After must not hold the hand-over that long."""
+        mine = [entry for entry in self._heap if entry[2] == host]
+        if mine:
+            self._heap = [entry for entry in self._heap if entry[2] != host]
+            heapq.heapify(self._heap)
+            for _, _, _, item in mine:
+                self._requeue(host, item, now)
+        return len(mine)

@@ -147,6 +147,22 @@ def test_two_broken_urls_retried_in_turn_do_not_stall_their_host() -> None:
     assert now <= 20.0
 
 
+@pytest.mark.parametrize("persistent", [False, True])
+def test_a_bucket_hand_over_takes_a_parked_retry_along_at_once(persistent: bool, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    f = Frontier.open(tmp_path / "state" if persistent else None, FrontierConfig(), PolitenessConfig(), n_buckets=16)
+    f.add([_item("http://a.test/busy")], 0.0)
+    busy, _ = f.next_ready(0.0)
+    assert busy is not None
+    f.retry(busy, 0.0, not_before=3600.0, retry_after_s=3600.0)  # Retry-After: 3600
+    assert "a.test" in f.in_flight_items.values()  # a hand-over waits for hosts in flight...
+    assert f.parked.release_host("a.test", 1.0) == 1  # ...so the cluster releases it at once
+    assert "a.test" not in f.in_flight_items.values() and (f.pending(), f.in_flight()) == (1, 0)
+    state = f.export_bucket(f.bucket_for("a.test"))
+    assert [(i.url, i.attempt) for i in state.items] == [("http://a.test/busy", 1)]
+    assert state.hosts[0].wait_s == 3600.0  # the host's clock goes along (frontier time: 0)
+    f.close()
+
+
 def _result(status: int, headers: tuple[tuple[str, str], ...] = ()) -> FetchResult:
     return FetchResult(url="http://a.test/x", started_at=0.0, elapsed_s=0.1, status=status, response_headers=headers)
 
