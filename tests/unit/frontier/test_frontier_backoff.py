@@ -6,6 +6,7 @@ Pure: explicit ``now`` values, no clock, no network.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -161,6 +162,18 @@ def test_a_bucket_hand_over_takes_a_parked_retry_along_at_once(persistent: bool,
     assert [(i.url, i.attempt) for i in state.items] == [("http://a.test/busy", 1)]
     assert state.hosts[0].wait_s == 3600.0  # the host's clock goes along (frontier time: 0)
     f.close()
+
+
+def test_a_retry_without_error_goes_back_at_once_and_holds_the_host() -> None:
+    f = Frontier.open(None, FrontierConfig(), PolitenessConfig(min_delay_s=1.0), n_buckets=16)
+    f.add([_item("http://a.test/1"), _item("http://a.test/2")], 0.0)
+    first, _ = f.next_ready(0.0)
+    assert first is not None
+    f.retry(first, 0.0, not_before=math.inf, error=False)  # e.g. robots.txt is owed first
+    assert len(f.parked) == 0 and f.pending() == 2 and f.next_ready(100.0) == (None, math.inf)
+    f.defer_host("a.test", 5.0)  # whoever held the host lets it go
+    again, _ = f.next_ready(5.0)
+    assert again is not None and (again.url, again.attempt) == ("http://a.test/1", 1)
 
 
 def _result(status: int, headers: tuple[tuple[str, str], ...] = ()) -> FetchResult:
