@@ -136,6 +136,7 @@ def write_config(args: argparse.Namespace, out: Path, port: int) -> tuple[str, P
         "[fetch]", f"concurrency = {args.concurrency}", f"resolve_file = \"{out / 'testweb' / 'resolve.txt'}\"",
         f"total_timeout_s = {config.fetch.total_timeout_s}", f"connect_timeout_s = {config.fetch.connect_timeout_s}",
         f"max_body_bytes = {config.fetch.max_body_bytes}", f"max_decoded_bytes = {config.fetch.max_decoded_bytes}",
+        'allow_addresses = ["127.0.0.0/8"]',
         "[scope]", "mode = \"domains\"", f"domains = [\"{params.domain}\"]", "max_url_length = 300",
         "[robots]", "error_retry_s = 0.01",
         "[cluster]", f"interval_s = {args.interval_s}", f"n_buckets = {ClusterConfig().n_buckets}",

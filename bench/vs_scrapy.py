@@ -281,7 +281,7 @@ def webgather_crawler(name: str, seed: str, resolve: Path, args: argparse.Namesp
     def command(scratch: Path) -> list[str]:
         cmd = [str(VENV_BIN / "webgather"), "crawl", seed, "--out", str(scratch / "out"), "--resolve", str(resolve),
                "--delay", "0", "--concurrency", str(args.concurrency), "--scope", "domains", "--domain", DOMAIN,
-               "--config", str(config), "--no-progress"]
+               "--config", str(config), "--no-progress", "--allow-address", "127.0.0.0/8"]
         return cmd + (["--workers", str(workers)] if workers else [])
 
     def pages(scratch: Path, _stdout: str) -> int:

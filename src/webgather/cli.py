@@ -1,7 +1,12 @@
 """``webgather`` command line: argparse -> config -> the command's entry point.
 
 User errors (:class:`~webgather.errors.WebgatherError`) print one line and exit
-with status 2; they never show a traceback. Ctrl-C exits with 130.
+with status 2; they never show a traceback. Ctrl-C exits with 130. A write that
+failed (:class:`~webgather.errors.WriteFailed`: disk full, quota, I/O error)
+exits with 3: the crawl stopped, what it stored is whole, and the same command
+resumes it once there is room. A cluster crawl that did not finish exits with
+1; one that finished but lost buckets it could not recover after a node died
+exits with 4 (``runtime.cluster_losses``).
 """
 
 from __future__ import annotations
@@ -11,9 +16,9 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from webgather.errors import WebgatherError
+from webgather.errors import WebgatherError, WriteFailed
 
-__all__ = ["COMMAND_MODULES", "build_parser", "main"]
+__all__ = ["COMMAND_MODULES", "EXIT_WRITE_FAILED", "build_parser", "main"]
 
 COMMAND_MODULES = (
     "webgather.commands.crawl",
@@ -25,6 +30,8 @@ COMMAND_MODULES = (
     "webgather.commands.node",
     "webgather.commands.cluster",
 )
+EXIT_WRITE_FAILED = 3
+"""Exit status when a write failed (disk full): stopped cleanly, run the same command again once there is room."""
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -50,6 +57,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
+    except WriteFailed as exc:
+        print(f"webgather: error: {exc}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
+    except ExceptionGroup as group:  # a cluster node's task group: its crawl stopped on a failed write
+        failed = _first_write_failed(group)
+        if failed is None:
+            raise
+        print(f"webgather: error: {failed}", file=sys.stderr)
+        return EXIT_WRITE_FAILED
     except WebgatherError as exc:
         print(f"webgather: error: {exc}", file=sys.stderr)
         return 2
@@ -57,3 +73,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("webgather: interrupted", file=sys.stderr)
         return 130
     return code
+
+
+def _first_write_failed(group: BaseExceptionGroup[BaseException]) -> WriteFailed | None:
+    for exc in group.exceptions:
+        found = _first_write_failed(exc) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(found, WriteFailed):
+            return found
+    return None

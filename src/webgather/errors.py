@@ -17,12 +17,16 @@ boundary that talks to that library, so callers never catch a library's types::
     │   ├── DecompressionBomb      "bomb"          decoded body over max_decoded_bytes
     │   ├── ProtocolViolation      "protocol"      malformed HTTP from the server
     │   ├── InvalidUrl             "invalid_url"   not an http(s) URL the fetcher can request
-    │   └── RedirectLoop           "redirect_loop" redirect back into its own chain or past max_redirects
+    │   ├── RedirectLoop           "redirect_loop" redirect back into its own chain or past max_redirects
+    │   └── ForbiddenAddress       "forbidden_address" resolved to a private address the guard refuses
     ├── StoreError             the archive or crawl state cannot be written or read
-    │   └── CorruptState           persisted state is unreadable (a clear message, never a silent reset)
+    │   ├── CorruptState           persisted state is unreadable (a clear message, never a silent reset)
+    │   └── WriteFailed            a write to disk failed (full, quota, I/O error): the crawl stops, what is stored stays whole
     ├── FrontierError          the frontier was used wrongly (e.g. complete() of an item not in flight)
     ├── ClusterError           coordination between nodes failed
     │   ├── BackendUnavailable     the Redis (or other) backend cannot be reached
+    │   │   └── BackendBusy            every connection of the client's pool is in use (Redis itself is fine)
+    │   ├── Fenced                 a request not sent: the node's lease lapsed and its host's bucket moved
     │   ├── TableConflict          a bucket-table compare-and-swap lost a race
     │   └── IncompatibleCrawl      a node's settings (M, crawl name, scope) differ from the crawl's
     └── AnalysisError          a crawl directory holds nothing to analyse, or inputs disagree
@@ -30,8 +34,11 @@ boundary that talks to that library, so callers never catch a library's types::
 
 from __future__ import annotations
 
+import errno
+
 __all__ = [
     "AnalysisError",
+    "BackendBusy",
     "BackendUnavailable",
     "BodyTooLarge",
     "ClusterError",
@@ -42,7 +49,9 @@ __all__ = [
     "DecompressionBomb",
     "DnsFailed",
     "FetchError",
+    "Fenced",
     "FetchTimeout",
+    "ForbiddenAddress",
     "FrontierError",
     "IncompatibleCrawl",
     "InvalidUrl",
@@ -53,6 +62,7 @@ __all__ = [
     "TableConflict",
     "TruncatedBody",
     "WebgatherError",
+    "WriteFailed",
 ]
 
 
@@ -114,12 +124,30 @@ class RedirectLoop(FetchError):
     kind = "redirect_loop"
 
 
+class ForbiddenAddress(FetchError):
+    """The host resolved to an address the crawl must not connect to (see webgather.fetch.guard)."""
+
+    kind = "forbidden_address"
+
+
 class StoreError(WebgatherError):
     """The archive or persisted crawl state cannot be written or read."""
 
 
 class CorruptState(StoreError):
     """Persisted state exists but cannot be read back."""
+
+
+class WriteFailed(StoreError):
+    """A write to disk failed (ENOSPC, EDQUOT, EIO...): the crawl stops; what was stored is kept whole."""
+
+    @classmethod
+    def from_os(cls, what: str, exc: OSError) -> WriteFailed:
+        """``what`` names the action and path ("cannot write crawl log /x/crawl.log.jsonl");
+        a full disk or quota reads "disk full: <what>: <strerror> (ENOSPC)"."""
+        name = errno.errorcode.get(exc.errno or 0, "")
+        full = "disk full: " if exc.errno in (errno.ENOSPC, errno.EDQUOT) else ""
+        return cls(f"{full}{what}: {exc.strerror or exc}" + (f" ({name})" if name else ""))
 
 
 class FrontierError(WebgatherError):
@@ -132,6 +160,14 @@ class ClusterError(WebgatherError):
 
 class BackendUnavailable(ClusterError):
     """The coordination backend (Redis) cannot be reached."""
+
+
+class BackendBusy(BackendUnavailable):
+    """No connection of the client's pool came free in time: the node's own load, not a Redis outage."""
+
+
+class Fenced(ClusterError):
+    """A request was not sent: the node was past its lease and the host's bucket is no longer its own."""
 
 
 class TableConflict(ClusterError):

@@ -12,9 +12,9 @@ from collections import Counter
 from collections.abc import Iterable
 
 from webgather.config import ScopeConfig
-from webgather.urls import canonicalize, hostname, path_of
+from webgather.urls import canonicalize, host_key, hostname, path_of
 
-__all__ = ["Scope"]
+__all__ = ["Scope", "site_key"]
 
 
 class Scope:
@@ -22,11 +22,12 @@ class Scope:
 
     def __init__(self, config: ScopeConfig, seed_urls: Iterable[str] = ()) -> None:
         self.config = config
-        self.seed_hosts = frozenset(hostname(u) for u in seed_urls)
+        self.seed_hosts = frozenset(site_key(u) for u in seed_urls)
+        """``host[:port]`` of each seed (see :func:`site_key`): what mode "seed-hosts" admits."""
         self._domains = tuple(_domain_key(d) for d in config.domains)
 
     def add_seed_hosts(self, seed_urls: Iterable[str]) -> None:
-        self.seed_hosts = self.seed_hosts | {hostname(u) for u in seed_urls}
+        self.seed_hosts = self.seed_hosts | {site_key(u) for u in seed_urls}
 
     def reject(self, url: str, depth: int) -> str | None:
         """Why ``url`` (canonical) at ``depth`` is out of scope, or ``None`` if it is in."""
@@ -35,19 +36,35 @@ class Scope:
             return "url_too_long"
         if config.max_depth is not None and depth > config.max_depth:
             return "too_deep"
-        if not self.host_allowed(hostname(url)):
+        if not self.url_allowed(url):
             return "off_scope"
         if _repeats_segment(path_of(url), config.max_repeated_segments):
             return "trap"
         return None
 
-    def host_allowed(self, host: str) -> bool:
+    def url_allowed(self, url: str) -> bool:
+        """The host mode's verdict on canonical ``url``: seed hosts key on host and port, domains on the host."""
         mode = self.config.mode
         if mode == "any":
             return True
         if mode == "seed-hosts":
-            return host in self.seed_hosts
+            return site_key(url) in self.seed_hosts
+        host = hostname(url)
         return any(host == d or host.endswith("." + d) for d in self._domains)
+
+
+def site_key(url: str) -> str:
+    """``host[:port]`` of a canonical URL, the port left out when it is 80 or 443.
+
+    A seed on ``intranet:8080`` must not admit ``intranet:6379`` (another service
+    altogether), so the port counts. The two web ports count as one: canonical
+    URLs already drop a scheme's default port, and a site that moves from http
+    to https (a redirect most sites make) stays the same site.
+    """
+    key = host_key(url)
+    host = hostname(url)
+    port = key[len(host) + 1 :]
+    return host if port in ("", "80", "443") else key
 
 
 def _domain_key(domain: str) -> str:

@@ -148,3 +148,28 @@ async def test_reads_survive_a_lost_interest_set_and_readers_with_other_lists(se
         await sender.send(1, b"one")
         assert [d.payload for d in await first.receive([1, 2], 5, 0)] == [b"one"]
         assert len(await backend.client.keys("wg:{interest}:i:*")) == 2
+
+
+async def test_an_exhausted_connection_pool_waits_then_is_its_own_error_not_an_outage(
+        server: EmbeddedRedis, monkeypatch: pytest.MonkeyPatch) -> None:
+    import webgather.cluster.redis as redis_backend
+    from webgather.errors import BackendBusy
+
+    monkeypatch.setattr(redis_backend, "POOL_CONNECTIONS", 2)
+    async with await RedisBackend.connect(server.url, "pool", 16, socket_timeout_s=0.5) as backend:
+        coordinator = backend.coordinator()
+        pool = backend.client.connection_pool
+        held = [await pool.get_connection() for _ in range(2)]  # every connection busy (a recovery's sends)
+        waiter = asyncio.create_task(coordinator.incr("x"))
+        await asyncio.sleep(0.1)
+        await pool.release(held.pop())  # one comes free within the pool's wait: the command goes through
+        assert await waiter == 1
+        held.append(await pool.get_connection())
+        with pytest.raises(BackendBusy) as caught:  # none comes free: waited, then one clear line
+            await coordinator.incr("x")
+        message = str(caught.value)
+        assert "all 2 connections of this node's Redis client are in use" in message
+        assert "cannot reach" not in message and "\n" not in message
+        for connection in held:
+            await pool.release(connection)
+        assert await coordinator.incr("x") == 2

@@ -18,8 +18,10 @@ def scope(**kwargs: object) -> Scope:
 def test_in_scope_is_none() -> None:
     s = scope()
     assert s.reject("http://ex.com/a/b?c=d", 0) is None
-    assert s.reject("https://ex.com:8080/x", 5) is None  # ports do not matter, hosts do
-    assert s.reject("http://blog.ex.org/", 1) is None
+    assert s.reject("https://ex.com/x", 5) is None  # http and https on their default ports: one site
+    assert s.reject("http://blog.ex.org:8443/", 1) is None
+    assert s.reject("https://ex.com:8080/x", 5) == "off_scope"  # another port is another service
+    assert s.reject("http://blog.ex.org/", 1) == "off_scope"
 
 
 def test_url_too_long() -> None:
@@ -112,3 +114,16 @@ def test_decision_depends_only_on_the_url_and_depth(segments: list[str], depth: 
         assert reason == "too_deep"
     else:
         assert (reason == "trap") == expected_trap
+
+
+def test_seed_hosts_key_on_host_and_port() -> None:
+    s = Scope(ScopeConfig(mode="seed-hosts"), ["http://intranet.test:8080/"])
+    assert s.reject("http://intranet.test:8080/x", 1) is None
+    assert s.reject("http://intranet.test:6379/", 1) == "off_scope"
+    assert s.reject("http://intranet.test/", 1) == "off_scope"
+    web = Scope(ScopeConfig(mode="seed-hosts"), ["http://a.test:80/"])  # default ports: one site
+    assert web.reject("http://a.test/", 1) is None and web.reject("https://a.test/", 1) is None
+    assert web.reject("http://a.test:443/", 1) is None and web.reject("http://a.test:8443/", 1) == "off_scope"
+    v6 = Scope(ScopeConfig(mode="seed-hosts"), ["http://[2001:db8::1]:8080/"])
+    assert v6.reject("http://[2001:db8::1]:8080/a", 1) is None
+    assert v6.reject("http://[2001:db8::1]:9090/a", 1) == "off_scope"

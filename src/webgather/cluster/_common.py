@@ -36,24 +36,26 @@ __all__ = [
     "to_json",
 ]
 
-_CRAWL_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
-MAX_NODE_ID_BYTES = 255
+_SAFE_NAME = re.compile(r"[A-Za-z0-9._-]{1,64}")
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
 
 
 def check_crawl_name(crawl: str) -> str:
     """A crawl name usable inside key names (``wg:{crawl}:``)."""
-    if not isinstance(crawl, str) or not _CRAWL_NAME.fullmatch(crawl):
+    if not isinstance(crawl, str) or not _SAFE_NAME.fullmatch(crawl):
         raise ClusterError(f"crawl name must be 1-64 of [A-Za-z0-9._-], got {crawl!r}")
     return crawl
 
 
 def check_node(node: str) -> str:
-    """A node id: a non-empty printable string without spaces, at most 255 utf-8 bytes."""
-    if (not isinstance(node, str) or not node or not node.isprintable() or " " in node
-            or len(node.encode("utf-8", "surrogatepass")) > MAX_NODE_ID_BYTES):
-        raise ClusterError(f"node id must be 1-{MAX_NODE_ID_BYTES} printable bytes without spaces, got {node!r}")
+    """A node id: 1-64 of ``[A-Za-z0-9._-]``, not ``.`` or ``..``.
+
+    The id names the node's directory (``OUT/nodes/<id>``), so it must be one
+    safe path component: ``..`` would write into ``OUT`` itself, a ``/`` elsewhere.
+    """
+    if not isinstance(node, str) or not _SAFE_NAME.fullmatch(node) or node in (".", ".."):
+        raise ClusterError(f"node id must be 1-64 of [A-Za-z0-9._-] and not '.' or '..', got {node!r}")
     return node
 
 

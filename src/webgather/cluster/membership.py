@@ -158,6 +158,10 @@ class Coordinating:
     async def _on_deaths(self, table: BucketTable, dead: list[str], live: list[str]) -> None:
         if not live:
             return
+        members = await self.coordinator.members()  # one that beat again since this tick read them is not dead
+        dead = [node for node in dead if node not in members]
+        if not dead:
+            return
         new = table
         for node in dead:
             new = plan_leave(new, node)

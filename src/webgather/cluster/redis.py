@@ -69,7 +69,7 @@ from webgather.cluster import _redis_scripts as lua
 from webgather.cluster._redis_keys import Keys, redact_url
 from webgather.cluster.mapping import DEFAULT_BUCKETS, MAX_BUCKETS, BucketTable
 from webgather.cluster.transport import Delivery
-from webgather.errors import BackendUnavailable, ClusterError
+from webgather.errors import BackendBusy, BackendUnavailable, ClusterError
 from webgather.runtime.clock import Clock, SystemClock
 
 __all__ = ["GROUP", "RedisBackend", "RedisCoordinator", "RedisTransport", "redact_url"]
@@ -80,6 +80,10 @@ INTEREST_TTL_MS = 600_000
 MIN_SERVER_VERSION = (6, 2)
 ADDRESS_CHUNK = 1000
 """Hosts per script call or HMGET (Lua's unpack takes at most ~8000 values)."""
+POOL_CONNECTIONS = 128
+"""Connections per node. Peak use: up to three batches of 64 concurrent commands (acks, a recovery's or a
+hand-off's sends, the router's flush) plus the loops; beyond the pool a command waits (up to the socket
+timeout) for a free connection instead of failing with "Too many connections" as redis-py's default pool did."""
 _ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
 
 
@@ -91,6 +95,9 @@ def _translated(where: str) -> Iterator[None]:
     except rex.BusyLoadingError as exc:
         raise BackendUnavailable(f"Redis at {where} is loading its data, retry: {_line(exc)}") from None
     except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
+        if isinstance(exc, rex.MaxConnectionsError) or str(exc) == "No connection available.":
+            raise BackendBusy(f"all {POOL_CONNECTIONS} connections of this node's Redis client are in use "
+                              f"(Redis at {where} may be fine): {_line(exc)}") from None
         raise BackendUnavailable(f"cannot reach Redis at {where}: {_line(exc)}") from None
     except rex.RedisError as exc:
         raise ClusterError(f"Redis at {where} refused a command: {_line(exc)}") from None
@@ -133,10 +140,12 @@ class RedisBackend:
         timeout = common.check_seconds("socket_timeout_s", socket_timeout_s, positive=True)
         where = redact_url(url)
         try:
-            client = aioredis.from_url(
+            pool = aioredis.BlockingConnectionPool.from_url(
                 url, protocol=2, socket_timeout=timeout, socket_connect_timeout=min(timeout, 5.0),
-                retry=Retry(ExponentialBackoff(cap=0.1, base=0.02), 2),
+                retry=Retry(ExponentialBackoff(cap=0.1, base=0.02), 2), max_connections=POOL_CONNECTIONS,
+                timeout=timeout,
             )
+            client = aioredis.Redis.from_pool(pool)
         except (ValueError, TypeError) as exc:
             raise BackendUnavailable(f"bad Redis URL {where}: {_line(exc)}") from None
         backend = cls(client, crawl, n_buckets, where, clock or SystemClock(), timeout / 2)

@@ -155,9 +155,13 @@ def status_text(members: Mapping[str, Mapping[str, Any]], table: BucketTable | N
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines += _load_lines(members)
-    extra = {k: v for k, v in counters.items() if k.startswith(("recovered", "unrecoverable"))}
+    extra = {k: v for k, v in counters.items() if k.startswith(("recovered", "unrecoverable", "buckets_started"))}
     if extra:
         lines.append("recovery: " + ", ".join(f"{k} {v}" for k, v in sorted(extra.items())))
+    lost = {k: counters[k] for k in ("unrecoverable_buckets", "buckets_started_empty") if counters.get(k)}
+    if lost:  # the same line every node prints (runtime.cluster_losses)
+        lines.append("DATA LOST: " + ", ".join(f"{k} {v}" for k, v in lost.items())
+                     + " (buckets whose state could not be recovered after a node died)")
     return "\n".join(lines)
 
 

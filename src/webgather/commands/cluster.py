@@ -17,7 +17,11 @@ def register(sub: Any) -> None:
     parser = sub.add_parser("cluster", help="look at a cluster crawl")
     cmds = parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND", required=True)
     status = cmds.add_parser("status", help="nodes, buckets owned, pages/s, queues, cross-URL traffic, load balance")
-    status.add_argument("--redis", required=True, help="Redis URL of the crawl")
+    status.add_argument("--redis", default=None, help="Redis URL of the crawl, or @FILE holding it (default: "
+                        "WEBGATHER_REDIS_URL)")
+    from webgather.commands.redis_url import add_redis_file_option
+
+    add_redis_file_option(status)
     status.add_argument("--crawl", required=True, help="name of the crawl")
     status.add_argument("--json", action="store_true", help="print members, table and counters as JSON")
     status.set_defaults(func=_status)
@@ -25,6 +29,13 @@ def register(sub: Any) -> None:
 
 def _status(args: argparse.Namespace) -> int:
     import uvloop
+
+    from webgather.commands.redis_url import resolve_redis_url
+    from webgather.config import REDIS_URL_ENV
+    from webgather.errors import ConfigError
+
+    if resolve_redis_url(args, use_env=True) is None:
+        raise ConfigError(f"cluster status needs the crawl's Redis: --redis URL, --redis-file PATH or {REDIS_URL_ENV}")
 
     print(uvloop.run(_gather(args)))
     return 0

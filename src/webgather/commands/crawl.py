@@ -13,14 +13,21 @@ from typing import Any
 
 from webgather.config import CrawlConfig, load
 from webgather.errors import ConfigError
+from webgather.cluster._common import check_node
 from webgather.seeds import read_seeds
+from webgather.store.outdir import prepare_out_dir
 
-__all__ = ["add_crawl_options", "check_combinations", "config_from_args", "register", "run_main_job"]
+__all__ = [
+    "add_crawl_options", "check_combinations", "check_seed_addresses", "config_from_args", "register", "run_main_job",
+]
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("crawl", help="crawl from seeds into --out (resumes if --out has state)")
     parser.add_argument("seeds", nargs="*", metavar="SEED", help="seed URLs, or @FILE with one per line")
+    parser.add_argument("--allow-bare-hosts", action="store_true",
+                        help="accept seeds whose host is one label (localhost, intranet names); "
+                        "without it such a seed is refused as a likely typo")
     add_crawl_options(parser)
     from webgather.commands.recrawl import add_recrawl_options
 
@@ -33,12 +40,16 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     """``--workers N`` / ``--redis URL --crawl NAME``: a cluster crawl (see webgather.runtime.cluster_run)."""
     add = parser.add_argument
     add("--workers", type=int, default=None, help="crawl with N node processes on this machine")
-    add("--redis", default=None, help="Redis URL of a cluster crawl (default with --workers: an embedded one under --out)")
+    add("--redis", default=None, help="Redis URL of a cluster crawl, or @FILE holding it (default: WEBGATHER_REDIS_URL "
+        "if --crawl is given, else with --workers an embedded one under --out)")
     add("--crawl", default=None, help="name of the cluster crawl in that Redis (other nodes join it by name)")
     add("--buckets", type=int, default=None, help="M of the two-stage mapping (fixed per crawl; default 4096)")
     add("--partition-by", choices=["host", "ip"], default=None,
         help="partition hosts over nodes by host, or by address (as first resolved; per-IP caps hold cluster-wide)")
     add("--node-id", default=None, help="with --redis and no --workers: this node's id")
+    from webgather.commands.redis_url import add_redis_file_option
+
+    add_redis_file_option(parser)
 
 
 def add_crawl_options(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +71,8 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt (only for servers you own)")
     add("--no-progress", action="store_true", help="no live progress display")
     add("--pin-cpu", default=None, help='keep the node on one CPU: "auto" (default), "off", or a CPU index')
+    add("--allow-address", action="append", default=None, metavar="CIDR",
+        help="connect to this private network even so (repeatable; e.g. 127.0.0.0/8 for a testweb on loopback)")
 
 
 def config_from_args(args: argparse.Namespace) -> CrawlConfig:
@@ -80,6 +93,7 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
         "robots.obey": False if args.ignore_robots else None,
         "progress": False if args.no_progress else None,
         "pin_cpu": args.pin_cpu,
+        "fetch.allow_addresses": tuple(args.allow_address) if args.allow_address else None,
     }
     from webgather.commands.recrawl import recrawl_cli
 
@@ -115,9 +129,16 @@ def check_combinations(args: argparse.Namespace) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
+    from webgather.commands.redis_url import resolve_redis_url
+
     check_combinations(args)
+    resolve_redis_url(args, use_env=args.crawl is not None)  # a named cluster crawl lives in a shared Redis
     config = config_from_args(args)
-    seeds = read_seeds(args.seeds)
+    seeds = read_seeds(args.seeds, allow_bare_hosts=args.allow_bare_hosts)
+    if args.node_id is not None:
+        check_node(args.node_id)  # before any directory or connection
+    check_seed_addresses(config, seeds)
+    prepare_out_dir(config.out_dir)
     if getattr(args, "workers", None) or getattr(args, "redis", None):
         from webgather.commands.node import run_cluster_main
 
@@ -129,6 +150,24 @@ def _main(args: argparse.Namespace) -> int:
     summary = run_main_job(config, seeds)
     print_summary(summary)
     return 0
+
+
+def check_seed_addresses(config: CrawlConfig, seeds: list[str]) -> None:
+    """A seed the destination guard would refuse is a contradiction in the command, not a crawl that
+    "finishes" with nothing: a one-line error. Only addresses known without DNS count (IP literals,
+    the resolve file); a name whose DNS answer is private is refused during the crawl."""
+    from webgather.fetch.guard import AddressGuard
+    from webgather.fetch.resolver import ip_literal, load_resolve_file
+    from webgather.urls import hostname
+
+    guard = AddressGuard.from_config(config.fetch)
+    static = load_resolve_file(config.fetch.resolve_file) if config.fetch.resolve_file else {}
+    for url in seeds:
+        host = hostname(url)
+        address = ip_literal(host) or static.get(host.strip("[]").rstrip("."))
+        if address is not None and not guard.permits(address):
+            raise ConfigError(f"seed {url} is at {address}, a private address fetch.deny_private_addresses refuses: "
+                              f"add --allow-address {address} (or its network) to crawl it")
 
 
 def print_summary(summary: dict[str, Any]) -> None:

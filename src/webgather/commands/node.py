@@ -24,8 +24,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from webgather.config import CrawlConfig
-from webgather.errors import ClusterError
+from webgather.cluster._common import check_node
+from webgather.commands.redis_url import add_redis_file_option, resolve_redis_url
+from webgather.config import REDIS_URL_ENV, CrawlConfig
+from webgather.errors import ClusterError, ConfigError
+from webgather.store.outdir import prepare_out_dir
 
 __all__ = ["default_node_id", "register", "run_cluster_main"]
 
@@ -33,7 +36,9 @@ __all__ = ["default_node_id", "register", "run_cluster_main"]
 def register(sub: Any) -> None:
     parser = sub.add_parser("node", help="join a cluster crawl (webgather crawl ... --redis URL --crawl NAME)")
     add = parser.add_argument
-    add("--redis", required=True, help="Redis URL of the crawl (redis://, rediss:// or unix://)")
+    add("--redis", default=None, help="Redis URL of the crawl (redis://, rediss:// or unix://), or @FILE holding it "
+        "(default: WEBGATHER_REDIS_URL)")
+    add_redis_file_option(parser)
     add("--crawl", required=True, help="name of the crawl to join")
     add("--out", default="crawl-out", help="output directory; this node writes under OUT/nodes/<node id>/")
     add("--node-id", default=None, help="this node's id (default: host name and process id)")
@@ -52,10 +57,21 @@ def default_node_id() -> str:
 def _main(args: argparse.Namespace) -> int:
     import uvloop
 
+    if resolve_redis_url(args, use_env=True) is None:
+        raise ConfigError(f"node needs the crawl's Redis: --redis URL, --redis-file PATH or {REDIS_URL_ENV}")
+    args.node_id = check_node(args.node_id or default_node_id())  # before any directory or connection
+    prepare_out_dir(args.out)
     summary = uvloop.run(_join_and_run(args))
     print(f"node {summary['node']}: {summary['pages']} pages in {summary['wall_s']} s "
           f"({summary['pages_per_s']} pages/s), ended: {summary['end']}")
-    return 0
+    return _exit_code(summary)
+
+
+def _exit_code(summary: dict[str, Any]) -> int:
+    """0, or ``EXIT_DATA_LOST`` (4) when the crawl lost buckets it could not recover (``runtime.cluster_losses``)."""
+    from webgather.runtime.cluster_losses import EXIT_DATA_LOST
+
+    return EXIT_DATA_LOST if summary.get("losses") else 0
 
 
 async def _connect(url: str, crawl: str, n_buckets: int | None) -> Any:
@@ -74,8 +90,8 @@ async def _connect(url: str, crawl: str, n_buckets: int | None) -> Any:
 async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
     from webgather.runtime.cluster_crawl import current_cycle, join_crawl, run_cluster_node
 
+    node_id = args.node_id
     backend = await _connect(args.redis, args.crawl, args.buckets)
-    node_id = args.node_id or default_node_id()
     try:
         while True:
             out = Path(args.out)
@@ -130,11 +146,11 @@ def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[
             cycles = Cycles(continuous=True, max_cycles=args.max_cycles, on_cycle=print_cycle)
             summary = run_workers(config, seeds, workers=args.workers, redis_url=args.redis, crawl=args.crawl,
                                   node_args=extra, cycles=cycles)
-            return 0 if summary["finished"] else 1
+            return _exit_code(summary) if summary["finished"] else 1
         summary = run_workers(config, seeds, workers=args.workers, redis_url=args.redis, crawl=args.crawl,
                               node_args=extra)
         print_cluster_summary(summary)
-        return 0 if summary["finished"] else 1
+        return _exit_code(summary) if summary["finished"] else 1
     if not args.crawl:
         raise ClusterError("--redis needs --crawl NAME (the name other nodes join)")
     import uvloop
@@ -142,7 +158,7 @@ def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[
     summary = uvloop.run(_start_and_run(args, config, seeds))
     print(f"node {summary['node']}: {summary['pages']} pages in {summary['wall_s']} s, ended: {summary['end']}",
           file=sys.stdout)
-    return 0
+    return _exit_code(summary)
 
 
 async def _start_and_run(args: argparse.Namespace, config: CrawlConfig, seeds: list[str]) -> dict[str, Any]:

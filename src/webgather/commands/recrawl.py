@@ -22,6 +22,7 @@ from typing import Any
 
 from webgather.config import CrawlConfig
 from webgather.errors import ConfigError
+from webgather.store.outdir import prepare_out_dir
 
 __all__ = ["add_recrawl_options", "parse_duration", "print_cycle", "recrawl_cli", "register", "run_continuous_main"]
 
@@ -47,7 +48,11 @@ def register(sub: Any) -> None:
     add = parser.add_argument
     add("--workers", type=int, default=None, help="a cluster crawl's directory: this many worker processes "
         "(default: as many as DIR/nodes has)")
-    add("--redis", default=None, help="a cluster crawl's Redis (default: the embedded one under DIR)")
+    add("--redis", default=None, help="a cluster crawl's Redis, or @FILE holding its URL (default: "
+        "WEBGATHER_REDIS_URL if --crawl is given, else the embedded one under DIR)")
+    from webgather.commands.redis_url import add_redis_file_option
+
+    add_redis_file_option(parser)
     add("--crawl", default=None, help="with --redis: the crawl's name there")
     parser.set_defaults(func=_main)
 
@@ -83,8 +88,12 @@ def _main(args: argparse.Namespace) -> int:
     from webgather.commands.crawl import config_from_args
     from webgather.recrawl.cycle import run_cycle
 
+    from webgather.commands.redis_url import resolve_redis_url
+
     if args.out is not None and args.out != args.dir:
         raise ConfigError("recrawl: give the crawl directory as DIR, not --out")
+    resolve_redis_url(args, use_env=args.crawl is not None)
+    prepare_out_dir(args.dir, create=False)  # a missing DIR is the cycle's own error ("no crawl in DIR")
     args.out = args.dir
     config = config_from_args(args)
     if (Path(args.dir) / "nodes").is_dir() or args.workers or args.redis:

@@ -23,18 +23,20 @@ from typing import Any, Literal
 
 from webgather.config.checks import validate
 from webgather.config.sections import (
-    DEFAULT_USER_AGENT, ClusterConfig, CrawlConfig, FetchConfig, FrontierConfig, PolitenessConfig, RecrawlConfig,
-    RobotsConfig, ScopeConfig, StoreConfig,
+    DEFAULT_USER_AGENT, ClusterConfig, CrawlConfig, FetchConfig, FrontierConfig, ParseConfig, PolitenessConfig,
+    RecrawlConfig, RobotsConfig, ScopeConfig, StoreConfig,
 )
 from webgather.errors import ConfigError
 
 __all__ = [
     "DEFAULT_USER_AGENT",
     "PRECEDENCE",
+    "REDIS_URL_ENV",
     "ClusterConfig",
     "CrawlConfig",
     "FetchConfig",
     "FrontierConfig",
+    "ParseConfig",
     "PolitenessConfig",
     "RecrawlConfig",
     "RobotsConfig",
@@ -45,6 +47,9 @@ __all__ = [
 ]
 
 PRECEDENCE = ("defaults", "file", "env", "cli")
+
+REDIS_URL_ENV = "WEBGATHER_REDIS_URL"
+"""A cluster crawl's Redis URL (it may hold a password, so it stays out of argv): not a setting."""
 
 
 def load(
@@ -127,7 +132,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     return {
         key[len(prefix) :].lower().replace("__", "."): value
         for key, value in env.items()
-        if key.startswith(prefix)
+        if key.startswith(prefix) and key != REDIS_URL_ENV
     }
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 from webgather.config.sections import CrawlConfig
 from webgather.errors import ConfigError
 
@@ -28,7 +30,25 @@ def validate(config: CrawlConfig) -> None:
         (0 < config.cluster.heartbeat_s < config.cluster.member_ttl_s, "need 0 < cluster.heartbeat_s < cluster.member_ttl_s"),
         (config.cluster.interval_s > 0, "cluster.interval_s must be > 0"),
         (config.cluster.max_outage_s > 0, "cluster.max_outage_s must be > 0"),
+        (config.robots.ttl_s > 0 and config.robots.error_retry_s >= 0, "robots.ttl_s must be > 0, error_retry_s >= 0"),
+        (config.robots.retry_factor >= 1, "robots.retry_factor must be >= 1"),
+        (config.robots.max_tries >= 1 and config.robots.max_hosts >= 1, "robots.max_tries and max_hosts must be >= 1"),
+        (config.parse.max_seconds > 0, "parse.max_seconds must be > 0"),
+        (config.parse.workers >= 1, "parse.workers must be >= 1"),
+        (config.parse.inline_max_tags >= 0 and config.parse.inline_max_bytes >= 0, "parse.inline_max_tags and inline_max_bytes must be >= 0"),
+        (_networks_ok(config.fetch.allow_addresses), "fetch.allow_addresses: each must be an address or CIDR network"),
+        (0 <= config.cluster.lease_margin_s and config.cluster.lease_margin_s + 2 * config.cluster.heartbeat_s
+         < config.cluster.member_ttl_s, "need 0 <= cluster.lease_margin_s < member_ttl_s - 2 * heartbeat_s"),
     ]
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
+
+
+def _networks_ok(cidrs: tuple[str, ...]) -> bool:
+    try:
+        for cidr in cidrs:
+            ipaddress.ip_network(cidr.strip(), strict=False)
+    except ValueError:
+        return False
+    return True

@@ -11,6 +11,7 @@ __all__ = [
     "CrawlConfig",
     "FetchConfig",
     "FrontierConfig",
+    "ParseConfig",
     "PolitenessConfig",
     "RecrawlConfig",
     "RobotsConfig",
@@ -53,7 +54,7 @@ class FetchConfig:
     max_body_bytes: int = 10 * 1024 * 1024
     """Bytes of body kept; a longer body is truncated and recorded as too_large."""
     max_decoded_bytes: int = 50 * 1024 * 1024
-    """Decompressed bytes allowed; past this a body is a compression bomb."""
+    """Decompressed bytes allowed, every content coding's output counted together; past this a body is a bomb."""
     max_redirects: int = 5
     max_retries: int = 2
     """Extra attempts for transient failures (timeouts, resets, 5xx, 429)."""
@@ -67,6 +68,12 @@ class FetchConfig:
     """Kept-alive connections waiting for their host's next request (oldest closed first)."""
     http_client: Literal["native", "aiohttp"] = "native"
     """The HTTP/1.1 transport: ours over asyncio protocols (less CPU per fetch), or aiohttp's."""
+    deny_private_addresses: bool = True
+    """Refuse to connect to loopback, RFC 1918, link-local, fc00::/7, CGNAT, multicast, reserved and
+    unspecified addresses (and IPv6 forms carrying them), judged on the resolved address whatever the
+    URL's spelling: pages cannot steer the crawler into internal services. Logged as forbidden_address."""
+    allow_addresses: tuple[str, ...] = ()
+    """Networks (CIDR, or one address) exempt from deny_private_addresses, e.g. "127.0.0.0/8"."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,10 +94,17 @@ class ScopeConfig:
 class RobotsConfig:
     obey: bool = True
     ttl_s: float = 86400.0
-    error_retry_s: float = 600.0
-    """After a 5xx or unreachable robots.txt the host is disallowed; retried after this."""
+    """Rules are obeyed this long, then robots.txt is fetched again before the host's next page."""
+    error_retry_s: float = 30.0
+    """After a 5xx or unreachable robots.txt the host is disallowed; first retried after this."""
     max_bytes: int = 500 * 1024
     """RFC 9309: parse at least the first 500 KiB."""
+    retry_factor: float = 4.0
+    """Each further retry waits this many times longer (30 s, 2 min, 8 min by default)."""
+    max_tries: int = 4
+    """robots.txt fetches that may fail in a row before the host's URLs are dropped (robots_unavailable)."""
+    max_hosts: int = 10_000
+    """Hosts whose rules (or give-up) are kept; the least recently used is evicted and fetched again when needed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +159,9 @@ class ClusterConfig:
     """A bucket taken from a dead node starts empty if no recovered state arrives within this time."""
     max_outage_s: float = 300.0
     """While the backend (Redis) is unreachable a node pauses and retries; after this long it stops, keeping its state."""
+    lease_margin_s: float = 0.25
+    """Fencing: a node starts no request later than ``member_ttl_s - lease_margin_s`` after its last renewal
+    (the others declare it dead ``heartbeat_s + lease_margin_s`` after its heartbeat expired)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,6 +195,23 @@ class RecrawlConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ParseConfig:
+    """Where HTML is parsed (:mod:`webgather.runtime.parse_pool`): inline on the event loop
+    when a cheap pre-scan says the page is small, else in a parser process with a deadline."""
+
+    max_seconds: float = 2.0
+    """A page parsed in a parser process that takes longer is ``parse_timeout``: the process
+    is killed and replaced, the page archived unparsed (no links)."""
+    workers: int = 1
+    """Parser processes (started on first need, stopped with the node)."""
+    inline_max_tags: int = 2000
+    """Pages with more ``<`` bytes than this go to a parser process (lexbor's worst case grows
+    with the square of the tag count: about 20 ms at 2,000); 0 sends every page there."""
+    inline_max_bytes: int = 512 * 1024
+    """Pages larger than this go to a parser process, whatever their tag count."""
+
+
+@dataclass(frozen=True, slots=True)
 class CrawlConfig:
     out_dir: str = "crawl-out"
     seeds: tuple[str, ...] = ()
@@ -194,3 +228,4 @@ class CrawlConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     recrawl: RecrawlConfig = field(default_factory=RecrawlConfig)
+    parse: ParseConfig = field(default_factory=ParseConfig)

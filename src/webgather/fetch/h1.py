@@ -7,7 +7,10 @@ they refuse raises :class:`ProtocolViolation` (the head) or
 :class:`TruncatedBody` (broken chunk framing), never anything else.
 
 Limits follow aiohttp's defaults, which the crawler used before: a head line
-(status or one field) of at most 8,190 bytes, a head of at most 64 KiB.
+(status or one field) of at most 8,190 bytes, a head of at most 64 KiB
+(blank line included, however the bytes arrived), and at most
+:data:`MAX_FIELDS` header fields, as Python's ``http.client`` and Apache's
+``LimitRequestFields`` allow (aiohttp allows 128).
 """
 
 from __future__ import annotations
@@ -18,10 +21,13 @@ from dataclasses import dataclass
 from webgather.errors import ProtocolViolation, TruncatedBody
 from webgather.fetch.model import Headers
 
-__all__ = ["MAX_HEAD_BYTES", "Chunked", "ResponseHead", "head_end", "parse_head", "request_bytes"]
+__all__ = [
+    "MAX_FIELDS", "MAX_HEAD_BYTES", "Chunked", "ResponseHead", "head_end", "parse_head", "request_bytes",
+]  # fmt: skip
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_LINE_BYTES = 8190
+MAX_FIELDS = 100
 _STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d) (\d{3})(?: (.*))?\Z", re.DOTALL)
 _FIELD_NAME = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;.*)?\Z", re.DOTALL)
@@ -51,10 +57,10 @@ def request_bytes(path: str, headers: Headers) -> bytes:
     return "\r\n".join(lines).encode("utf-8", "surrogateescape")
 
 
-def head_end(buffer: bytes | bytearray) -> int:
-    """Index just past the blank line that ends a head in ``buffer``, or -1."""
-    crlf = buffer.find(b"\r\n\r\n")
-    lf = buffer.find(b"\n\n", 0, crlf if crlf >= 0 else len(buffer))  # bare-LF heads are rare
+def head_end(buffer: bytes | bytearray, start: int = 0) -> int:
+    """Index just past the blank line that ends a head in ``buffer``, looking from ``start``, or -1."""
+    crlf = buffer.find(b"\r\n\r\n", start)
+    lf = buffer.find(b"\n\n", start, crlf if crlf >= 0 else len(buffer))  # bare-LF heads are rare
     if lf >= 0:
         return lf + 2
     return crlf + 4 if crlf >= 0 else -1
@@ -62,6 +68,10 @@ def head_end(buffer: bytes | bytearray) -> int:
 
 def parse_head(raw: bytes) -> ResponseHead:
     """The status line and fields of ``raw`` (a whole head, its blank line included)."""
+    if len(raw) > MAX_HEAD_BYTES:
+        raise ProtocolViolation("response head over 64 KiB")
+    if b"\0" in raw or raw.count(b"\r") != raw.count(b"\r\n"):  # RFC 9110 5.5: reject, or replace
+        raise ProtocolViolation("a NUL or a bare CR in the response head")
     lines = raw.split(b"\n")
     status_line = lines[0].rstrip(b"\r")
     if len(status_line) > MAX_LINE_BYTES:
@@ -96,6 +106,8 @@ def _fields(lines: list[bytes]) -> Headers:
         name, colon, value = line.partition(b":")
         if not colon or not _FIELD_NAME.match(name):
             raise ProtocolViolation(f"malformed header field: {_show(line)}")
+        if len(fields) == MAX_FIELDS:
+            raise ProtocolViolation(f"over {MAX_FIELDS} header fields")
         fields.append([name, value.strip(b" \t")])
     return tuple((_text(name), _text(value)) for name, value in fields)
 
@@ -173,7 +185,8 @@ class Chunked:
                     raise TruncatedBody("broken chunk framing: a line over 8190 bytes")
                 self._buffer = buffer[at:]
                 break
-            self._line(buffer[at:line_end].rstrip(b"\r"))
+            line = buffer[at:line_end]
+            self._line(line[:-1] if line.endswith(b"\r") else line)  # one CR: "\r\r\n" is no line end
             at = line_end + 1
         if self.done:
             self.rest = buffer[at:]
@@ -185,7 +198,7 @@ class Chunked:
                 raise TruncatedBody(f"broken chunk framing: {_show(line)} after a chunk")
             self._state = "size"
         elif self._state == "size":
-            match = _CHUNK_SIZE.match(line)
+            match = _CHUNK_SIZE.match(line) if b"\r" not in line else None  # a bare CR: no line end
             if match is None:
                 raise TruncatedBody(f"broken chunk framing: bad chunk size {_show(line)}")
             self._left = int(match[1], 16)

@@ -20,7 +20,8 @@ How the pieces meet:
   transport, a GET that met a stale kept-alive connection: RFC 9112 9.3.1).
 * ``raw_body`` is the body as sent (chunked framing removed), which the WARC
   stores; :func:`webgather.fetch.decode.decode_body` makes ``body`` under
-  ``max_decoded_bytes``. ``body`` is filled only when ``error`` is None: a
+  ``max_decoded_bytes`` (one budget for all the codings, at most three of
+  them) before the fetch's ``total_timeout_s`` runs out. ``body`` is filled only when ``error`` is None: a
   truncated, too-large or bomb response keeps ``raw_body`` (the prefix, at
   most ``max_body_bytes``) for the archive and gives the parser nothing.
 * Header names and values are decoded as UTF-8 with ``surrogateescape``:
@@ -37,8 +38,8 @@ from typing import Protocol
 
 from webgather.config import FetchConfig
 from webgather.errors import ConnectFailed, FetchError
-from webgather.fetch.decode import ACCEPT_ENCODING, decode_body
-from webgather.fetch.model import FetchResult, Headers, first_header
+from webgather.fetch.decode import ACCEPT_ENCODING, Deadline, content_encoding, decode_body
+from webgather.fetch.model import FetchResult, Headers
 from webgather.fetch.request import Draft, WireTarget, as_sent, extra_headers, wire_target
 from webgather.fetch.resolver import Resolver
 from webgather.runtime.clock import Clock
@@ -102,8 +103,10 @@ class HttpClient:
             extra = extra_headers(headers)
             draft.request_headers = as_sent(target, self._base_headers, extra)
             await self._open().exchange(target, extra, draft)
-            encoding = first_header(draft.response_headers, "Content-Encoding")
-            draft.body = decode_body(draft.raw(), encoding, self._config.max_decoded_bytes)
+            # the decode's CPU counts against total_timeout_s like the wait for the bytes did
+            deadline = Deadline(self._clock.monotonic, start + self._config.total_timeout_s, self._config.total_timeout_s)
+            encoding = content_encoding(draft.response_headers)
+            draft.body = decode_body(draft.raw(), encoding, self._config.max_decoded_bytes, deadline)
         except FetchError as exc:
             draft.fail(exc)
         return draft.result(started_at, self._clock.monotonic() - start)

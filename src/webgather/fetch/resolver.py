@@ -13,6 +13,9 @@ Two layers, kept apart (pure core, IO shell):
   lookup (``loop.getaddrinfo`` unless a ``lookup`` callable is injected),
   bounded by ``lookup_timeout_s``. Every failure is a :class:`DnsFailed`.
 
+Every answer, static ones included, passes the destination guard
+(:mod:`webgather.fetch.guard`, ``fetch.deny_private_addresses``) on its way out.
+
 Called by :class:`webgather.fetch.http.HttpClient` (which hands the answer to
 aiohttp, so the socket goes to our address while Host and SNI stay the URL's).
 """
@@ -28,6 +31,7 @@ from pathlib import Path
 
 from webgather.config import FetchConfig
 from webgather.errors import ConfigError, DnsFailed
+from webgather.fetch.guard import AddressGuard
 from webgather.runtime.clock import Clock
 
 __all__ = ["DnsAnswer", "DnsCache", "Lookup", "Resolver", "load_resolve_file", "system_lookup"]
@@ -157,8 +161,10 @@ class Resolver:
         lookup_timeout_s: float = 10.0,
         lookup: Lookup | None = None,
         max_entries: int = 100_000,
+        guard: AddressGuard | None = None,
     ) -> None:
         self._clock = clock
+        self._guard = guard or AddressGuard(deny_private=False)
         self._static = {_normalize_host(h): a for h, a in (static or {}).items()}
         self._cache = DnsCache(ttl_s, min(negative_ttl_s, ttl_s), max_entries)
         self._lookup_timeout_s = lookup_timeout_s
@@ -177,6 +183,7 @@ class Resolver:
             negative_ttl_s=min(30.0, config.dns_ttl_s),
             lookup_timeout_s=config.connect_timeout_s,
             lookup=lookup,
+            guard=AddressGuard.from_config(config),
         )
 
     @property
@@ -189,8 +196,13 @@ class Resolver:
         self._static[_normalize_host(host)] = address
 
     async def resolve(self, host: str) -> str:
-        """The address to connect to for ``host``; raises :class:`DnsFailed`."""
-        name = _normalize_host(host)
+        """The address to connect to for ``host``; raises :class:`DnsFailed`, or
+        :class:`~webgather.errors.ForbiddenAddress` where the guard refuses the address."""
+        address = await self._answer(_normalize_host(host))
+        self._guard.check(host, address)
+        return address
+
+    async def _answer(self, name: str) -> str:
         fixed = self._static.get(name)
         if fixed is not None:
             return fixed

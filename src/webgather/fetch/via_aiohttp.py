@@ -35,6 +35,7 @@ from webgather.errors import (
     ProtocolViolation,
     TruncatedBody,
 )
+from webgather.fetch import h1
 from webgather.fetch.model import Headers
 from webgather.fetch.request import Draft, WireTarget
 from webgather.fetch.resolver import Resolver
@@ -120,6 +121,7 @@ async def _read_body(response: aiohttp.ClientResponse, draft: Draft) -> None:
 
 
 def _take_head(response: aiohttp.ClientResponse, draft: Draft) -> None:
+    _check_head_size(response)  # before anything is recorded: a refused head is no response
     connection = response.connection
     transport = connection.transport if connection is not None else None
     peer = transport.get_extra_info("peername") if transport is not None else None
@@ -134,6 +136,21 @@ def _take_head(response: aiohttp.ClientResponse, draft: Draft) -> None:
         (name.decode("utf-8", "surrogateescape"), value.decode("utf-8", "surrogateescape"))
         for name, value in response.raw_headers
     )
+
+
+def _check_head_size(response: aiohttp.ClientResponse) -> None:
+    """Hold aiohttp's response to our transport's head limits (:mod:`webgather.fetch.h1`).
+
+    aiohttp caps each line (8,190 bytes) and the field count (128 by
+    default since 3.13.4), not the head's total, so we count: the fields as
+    parsed (":", " " and CRLF each), the status line, the blank line.
+    """
+    fields = response.raw_headers
+    if len(fields) > h1.MAX_FIELDS:
+        raise ProtocolViolation(f"over {h1.MAX_FIELDS} header fields")
+    size = sum(len(name) + len(value) + 4 for name, value in fields) + len(response.reason or "") + 17
+    if size > h1.MAX_HEAD_BYTES:
+        raise ProtocolViolation("response head over 64 KiB")
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from webgather.appendio import append_bytes
 from webgather.errors import CorruptState, StoreError
 
 __all__ = ["Journal", "Op", "read_journal"]
@@ -61,18 +62,17 @@ class Journal:
             raise StoreError(f"cannot open frontier journal in {self.directory}: {exc}") from exc
 
     def write(self) -> None:
-        """Append the pending ops as one record (in the OS when this returns)."""
+        """Append the pending ops as one record (in the OS when this returns).
+
+        A failed write (disk full) leaves the file as it was and the ops pending
+        (:class:`WriteFailed`): a later write or checkpoint retries them whole.
+        """
         if not self.ops:
             return
         payload = marshal.dumps(self.ops)
-        self.ops = []
         data = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(self._fd, view):]
-        except OSError as exc:
-            raise StoreError(f"cannot write frontier journal in {self.directory}: {exc}") from exc
+        append_bytes(self._fd, data, f"cannot write frontier journal {journal_path(self.directory, self.gen)}")
+        self.ops = []
         self.bytes_written += len(data)
 
     def rotate(self, gen: int) -> None:

@@ -23,6 +23,7 @@ a run is only ever written after that journal was committed.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from webgather.errors import CorruptState, StoreError
+from webgather.errors import CorruptState, StoreError, WriteFailed
 from webgather.frontier.seen import (
     DIRECTORY_MIN_BATCH,
     DIRECTORY_MIN_KEYS,
@@ -190,7 +191,9 @@ class DiskSeen:
                     handle.write(np.ascontiguousarray(chunk, dtype="<u8").tobytes())
             os.replace(tmp, path)
         except OSError as exc:
-            raise StoreError(f"cannot write seen-set run {path}: {exc}") from exc
+            with contextlib.suppress(OSError):  # a full disk: give the space back
+                tmp.unlink(missing_ok=True)
+            raise WriteFailed.from_os(f"cannot write seen-set run {path}", exc) from exc
         return _Run(lo, hi, path, _map(path))
 
     def _rewrite_without(self, run: _Run, start: int, stop: int) -> None:

@@ -18,13 +18,14 @@ opens the next (a group commit). sqlite3 errors are translated here.
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
 
-from webgather.errors import CorruptState, IncompatibleCrawl, StoreError
+from webgather.errors import CorruptState, IncompatibleCrawl, StoreError, WriteFailed
 from webgather.frontier.seen import KeyArray
 
 __all__ = ["SCHEMA_VERSION", "StateDB", "signed64", "unsigned64"]
@@ -61,6 +62,7 @@ class StateDB:
     def __init__(self, path: Path, cache_bytes: int = 64 * 1024 * 1024) -> None:
         self.path = path
         self._journal: list[KeyArray] = []
+        self._failed: StoreError | None = None
         try:
             self.conn = sqlite3.connect(path, isolation_level=None, timeout=0.2)
             self.conn.execute("PRAGMA locking_mode=EXCLUSIVE")
@@ -152,13 +154,26 @@ class StateDB:
     # -- transactions -------------------------------------------------------------
 
     def commit(self) -> None:
-        """End the open transaction (written to the OS) and open the next."""
+        """End the open transaction (written to the OS) and open the next.
+
+        After a failed commit (disk full) SQLite may have rolled back what the
+        caller's memory counts as applied, so no later commit is made in this
+        process: the failure is raised again, and the redo journal (whose
+        generation only a committed checkpoint advances) keeps the changes for
+        the resume to replay."""
+        if self._failed is not None:
+            raise self._failed
         try:
             self._write_journal()
             self.conn.execute("COMMIT")
             self.conn.execute("BEGIN")
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot commit frontier state {self.path}: {exc}") from exc
+            self._failed = _sqlite_error(f"cannot commit frontier state {self.path}", exc)
+            with contextlib.suppress(sqlite3.Error):  # stay in a transaction: nothing autocommits later
+                if self.conn.in_transaction:
+                    self.conn.execute("ROLLBACK")
+                self.conn.execute("BEGIN")
+            raise self._failed from exc
 
     def close(self) -> None:
         try:
@@ -168,4 +183,14 @@ class StateDB:
             self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             self.conn.close()
         except sqlite3.Error as exc:
-            raise StoreError(f"cannot close frontier state {self.path}: {exc}") from exc
+            raise _sqlite_error(f"cannot close frontier state {self.path}", exc) from exc
+
+
+def _sqlite_error(what: str, exc: sqlite3.Error) -> StoreError:
+    """SQLite's full disk or I/O error as :class:`WriteFailed` (the crawl stops), else :class:`StoreError`."""
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary code of an extended one
+    if code == sqlite3.SQLITE_FULL:
+        return WriteFailed(f"disk full: {what}: {exc} (SQLITE_FULL)")
+    if code == sqlite3.SQLITE_IOERR:
+        return WriteFailed(f"{what}: {exc} (SQLITE_IOERR)")
+    return StoreError(f"{what}: {exc}")

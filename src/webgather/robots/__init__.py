@@ -2,24 +2,16 @@
 
 Input: a robots.txt body (or the HTTP status that came instead) and our
 User-Agent; ``now`` from the caller's clock. Output: :class:`RobotsRules`
-(``allowed(url)``, ``crawl_delay_s``, ``sitemaps``) and, per host, a
-:class:`RobotsCache` state telling the fetch shell to obey known rules, fetch
-robots.txt, wait, or give the host up. Called by ``runtime.robots`` (which does
-the fetching and the redirects) and by the fetcher's per-URL check; the
-synthetic web's ``closure`` uses :func:`is_allowed`.
+(``allowed(url)``, ``crawl_delay_s``, ``sitemaps``) and the node's
+:class:`RobotsGate`, which owns every host's robots state and answers each URL
+with an action: allow, deny, wait, or fetch robots.txt first. Driven by
+``runtime.robots_driver`` (which does the fetching; ``runtime.robots`` follows
+the redirects); the synthetic web's ``closure`` uses :func:`is_allowed`.
 """
 
 from __future__ import annotations
 
-from webgather.robots.cache import (
-    Backoff,
-    GaveUp,
-    Known,
-    NeedFetch,
-    Pending,
-    RobotsCache,
-    RobotsState,
-)
+from webgather.robots.gate import Action, Allow, Dead, Deny, FetchRobots, RobotsGate, Wait, Waiting
 from webgather.robots.parse import (
     ALLOW_ALL,
     DISALLOW_ALL,
@@ -34,14 +26,15 @@ __all__ = [
     "ALLOW_ALL",
     "DISALLOW_ALL",
     "MAX_ROBOTS_BYTES",
-    "Backoff",
-    "GaveUp",
-    "Known",
-    "NeedFetch",
-    "Pending",
-    "RobotsCache",
+    "Action",
+    "Allow",
+    "Dead",
+    "Deny",
+    "FetchRobots",
+    "RobotsGate",
     "RobotsRules",
-    "RobotsState",
+    "Wait",
+    "Waiting",
     "is_allowed",
     "product_token",
     "rules_for_response",

@@ -22,7 +22,7 @@ Which rules an HTTP answer gives (:func:`rules_for_response`, RFC 9309 2.3.1):
 2xx -> the parsed body; 3xx left over after the fetch shell followed up to 5
 redirects, and 4xx other than 429 -> :data:`ALLOW_ALL`; 429, 5xx and no
 response (timeout, unreachable) -> None, "unavailable": disallow for now and
-retry (:mod:`webgather.robots.cache` keeps that state).
+retry (:mod:`webgather.robots.gate` keeps that state).
 """
 
 from __future__ import annotations

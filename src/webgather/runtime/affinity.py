@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["pinned"]
+__all__ = ["allowed_cpus", "pinned"]
 
 
 @contextlib.contextmanager
@@ -42,6 +42,13 @@ def pinned(choice: str) -> Iterator[int | None]:
     finally:
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, before)
+
+
+def allowed_cpus() -> frozenset[int] | None:
+    """The CPUs the calling thread may run on now, or None without affinity support."""
+    if not hasattr(os, "sched_getaffinity"):
+        return None
+    return frozenset(os.sched_getaffinity(0))
 
 
 def _choose(choice: str) -> int | None:

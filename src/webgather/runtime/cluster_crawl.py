@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from webgather.cluster import definition as definitions
+from webgather.cluster._common import check_node
 from webgather.cluster.definition import CrawlDefinition, CycleSpec, publish_cycle, read_cycle
 from webgather.cluster.mapping import bucket_of, initial
 from webgather.cluster.router import send_retrying
@@ -150,7 +151,7 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
                            on_start: Callable[[ClusterNode], None] | None = None,
                            handle_signals: bool = False) -> dict[str, Any]:
     """Run node ``node_id`` under ``nodes_dir/node_id`` until the crawl ends or it leaves; its summary."""
-    node_dir = nodes_dir / node_id
+    node_dir = nodes_dir / check_node(node_id)  # the id is a path component: checked before any directory
     addresses, frontier_cls = partition_of(config, backend)
     if addresses is not None:
         await addresses.refresh()  # the frontier files its hosts under bucket_of(key) as it opens

@@ -60,6 +60,9 @@ from webgather.runtime.cluster_budget import CycleBudget, chunk_size
 from webgather.runtime.cluster_permits import PagePermits, batch_size
 from webgather.runtime.cluster_buckets import BucketKeeper, stored_buckets
 from webgather.runtime.cluster_cycle import NodeCycle, RowStore
+from webgather.runtime.cluster_fence import Lease, fenced_parts
+from webgather.runtime.cluster_figures import node_info, node_summary
+from webgather.runtime.cluster_losses import Losses, release_overdue
 from webgather.runtime.cluster_recovery import lock_held, recover_node
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts
@@ -67,8 +70,6 @@ from webgather.urls import host_key
 
 __all__ = ["ClusterNode"]
 
-INFO_INTERVALS = 120
-"""Most recent load intervals published in a node's heartbeat info."""
 FLUSH_TIMEOUT_S = 5.0
 BUDGET_POLL_S = 0.05
 """How often a node with a cycle budget looks whether its grant runs low (a local check)."""
@@ -95,12 +96,12 @@ class ClusterNode:
     def __init__(self, parts: NodeParts, backend: Backend, *, nodes_dir: Path, frontier_cls: type[Frontier] = Frontier,
                  addresses: SharedAddresses | None = None, cycle: NodeCycle | None = None) -> None:
         cluster = parts.config.cluster
+        self.ownership = Ownership(parts.node_id)
+        self.lease = Lease(cluster.member_ttl_s, cluster.lease_margin_s)  # every request checks it: cluster_fence
+        parts, self.http = fenced_parts(parts, self.lease, self.ownership.is_ready)  # the parts it crawls with
         self.parts = parts
-        self.node_id = parts.node_id
-        self.cfg = cluster
-        self.transport = backend.transport(self.node_id)
-        self.coordinator = backend.coordinator()
-        self.ownership = Ownership(self.node_id)
+        self.node_id, self.cfg, self.losses = parts.node_id, cluster, Losses(parts.node_id)
+        self.transport, self.coordinator = backend.transport(self.node_id), backend.coordinator()
         self.router = _router(parts, self.transport, self.ownership, addresses)
         self._limits(cycle)
         self.crawl = CrawlNode(parts, router=self.router.route, linger=True, handle_signals=False,
@@ -115,7 +116,8 @@ class ClusterNode:
         self.keeper.rows = self.rows
         recover = partial(recover_node, nodes_dir=nodes_dir, config=parts.config, frontier_cls=frontier_cls,
                           transport=self.transport, coordinator=self.coordinator)
-        self.coordinating = Coordinating(self.coordinator, cluster.n_buckets, parts.clock, grace_s=cluster.heartbeat_s,
+        self.coordinating = Coordinating(self.coordinator, cluster.n_buckets, parts.clock,
+                                         grace_s=cluster.heartbeat_s + cluster.lease_margin_s,
                                          recover=self._recovering(recover), scan_pending=self._scan_pending,
                                          startup_grace_s=max(STARTUP_GRACE_S, 3 * cluster.member_ttl_s),
                                          alive_hint=lambda node: lock_held(nodes_dir / node))
@@ -128,9 +130,7 @@ class ClusterNode:
         self.adoptions: list[tuple[float, int]] = []
         self.recoveries: list[dict[str, Any]] = []
         self.reason = ""
-        self._leaving = False
-        self._closing = False
-        self._lease_held = False
+        self._leaving = self._closing = self._lease_held = False
         self._end = asyncio.Event()
 
     # -- control ------------------------------------------------------------------------
@@ -231,7 +231,7 @@ class ClusterNode:
                 await self.coordinator.leave(self.node_id)
             except BackendUnavailable as exc:
                 print(f"webgather node {self.node_id}: could not leave the membership: {exc}", file=sys.stderr)
-        return self._summary(time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
+        return node_summary(self, time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
 
     async def _start(self) -> None:
         """Adopt the table, hand over what is stored here and not owned, plan the cycle's revisits."""
@@ -320,20 +320,26 @@ class ClusterNode:
         runs, done = counters.get("runs", 0), counters.get("done", 0)
         if runs and done >= runs:
             self.stop("done")
+        if (line := self.losses.seen(counters)) is not None:
+            print(line, file=sys.stderr, flush=True)
         members = await coord.members()
         self.keeper.alive = set(members)
+        mark = self.lease.mark()  # the table read below confirms the renewal before it (cluster_fence)
         table = await coord.get_table()
         if table is not None and (self.ownership.version is None or table.version > self.ownership.version):
             await self._adopt(table)
+        self.http.table_read(mark)
         now = self.parts.clock.monotonic()
         overdue = self.ownership.overdue(now, self.cfg.handoff_timeout_s, self.keeper.alive)
         if overdue:
-            await self.keeper.release_overdue(overdue)
+            await release_overdue(self.keeper, coord, overdue)
         self._check_leave(members)
         if self.permits is not None:  # before the info: "idle" must reflect permits given back or taken
             await self.permits.beat(self._used(), self.parts.frontier.pending() > 0, self.crawl.idle())
         await self._budget_tick(force=True)  # before the info says idle: see runtime.cluster_budget
-        await coord.heartbeat(self.node_id, self._info(counters), self.cfg.member_ttl_s)
+        sent_at = self.parts.clock.monotonic()
+        await coord.heartbeat(self.node_id, node_info(self, counters), self.cfg.member_ttl_s)
+        self.lease.renewed(sent_at)
         if self._lease_held:  # renew here too: a long tick (a recovery) must not lose the lease
             self._lease_held = await coord.try_lease(self.node_id, self.cfg.member_ttl_s)
 
@@ -369,32 +375,3 @@ class ClusterNode:
 
     async def _scan_pending(self) -> int:
         return await self.transport.pending_total(range(self.cfg.n_buckets))
-
-    # -- figures --------------------------------------------------------------------------
-    def _info(self, counters: dict[str, int]) -> dict[str, Any]:
-        stats, frontier, router = self.parts.stats, self.parts.frontier, self.router.stats
-        last = max(stats.per_interval, default=-1)
-        return {
-            "idle": self.idle(), "activity": self.activity(), "probe": counters.get("probe", 0),
-            "version": self.ownership.version, "applied": self.ownership.applied(), "leaving": self._leaving,
-            "buckets": len(self.ownership.ready), "pages": stats.pages, "queued": frontier.pending(),
-            "in_flight": frontier.in_flight(), "messages": router.messages, "urls_sent": router.urls,
-            "bytes_sent": router.bytes, "cache_saved": router.cache_saved, "interval_s": stats.interval_s,
-            "epoch": stats.started_at, "wall": round(self.parts.clock.wall(), 3),
-            "intervals": {str(k): stats.per_interval[k] for k in range(max(0, last - INFO_INTERVALS + 1), last + 1)
-                          if stats.per_interval.get(k)},
-        }
-
-    def _summary(self, cpu_s: float, wall_s: float) -> dict[str, Any]:
-        stats = self.parts.stats.as_dict()
-        pages = int(stats["pages"])  # type: ignore[call-overload]
-        return {
-            **stats, "node": self.node_id, "end": self.reason, "frontier": self.parts.frontier.stats(),
-            "wall_s": round(wall_s, 3), "cpu_s": round(cpu_s, 3),
-            "pages_per_s": round(pages / wall_s, 1) if wall_s > 0 else 0.0,
-            "cpu_ms_per_page": round(1000 * cpu_s / pages, 3) if pages else None,
-            "epoch": self.parts.stats.started_at, "cross": self.router.stats.as_dict(),
-            "buckets": dict(self.keeper.counts), "adoptions": self.adoptions,
-            "ownership_log": self.keeper.log, "recoveries": self.recoveries,
-            "coordinator_events": self.coordinating.events, "backend": self.outage.as_dict(),
-        }

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -43,14 +44,15 @@ from webgather.cluster import definition as definitions
 from webgather.cluster.embedded import EmbeddedRedis
 from webgather.cluster.redis import RedisBackend
 from webgather.cluster.status import merge_summaries
-from webgather.config import CrawlConfig
+from webgather.config import REDIS_URL_ENV, CrawlConfig
 from webgather.errors import BackendUnavailable, ClusterError
 from webgather.runtime.clock import SystemClock
 from webgather.runtime.cluster_crawl import start_crawl, start_cycle
 from webgather.store.crawllog import read_crawl_log
+from webgather.runtime.cluster_losses import loss_text
 from webgather.store.summary import read_summary, write_summary
 
-__all__ = ["DEFAULT_CRAWL", "Cycles", "node_command", "run_workers"]
+__all__ = ["DEFAULT_CRAWL", "Cycles", "node_command", "run_workers", "worker_env"]
 
 DEFAULT_CRAWL = "crawl"
 POLL_S = 0.1
@@ -58,9 +60,15 @@ STOP_TIMEOUT_S = 30.0
 """After Ctrl-C, workers get this long to stop before they are killed."""
 
 
-def node_command(url: str, crawl: str, out: Path, node: str, extra: Sequence[str] = ()) -> list[str]:
-    return [sys.executable, "-m", "webgather", "node", "--redis", url, "--crawl", crawl, "--out", str(out),
-            "--node-id", node, *extra]
+def node_command(crawl: str, out: Path, node: str, extra: Sequence[str] = ()) -> list[str]:
+    """A worker's argv. The Redis URL is not in it (anyone may read argv with ``ps``, and the
+    URL may hold a password): it goes in the worker's environment, see :func:`worker_env`."""
+    return [sys.executable, "-m", "webgather", "node", "--crawl", crawl, "--out", str(out), "--node-id", node, *extra]
+
+
+def worker_env(url: str) -> dict[str, str]:
+    """This process's environment plus the Redis URL, for the workers (``/proc/PID/environ`` is owner-only)."""
+    return {**os.environ, REDIS_URL_ENV: url}
 
 
 @dataclass(frozen=True)
@@ -168,9 +176,10 @@ class _Run:
         t0 = clock.monotonic()
         # worker i on the i-th CPU: auto-pinned workers could pick the same one
         pin = ["off"] * len(nodes) if config.pin_cpu == "off" else [str(i) for i in range(len(nodes))]
-        commands = [node_command(self.url, self.name, out, node, [*self.node_args, "--pin-cpu", cpu])
+        commands = [node_command(self.name, out, node, [*self.node_args, "--pin-cpu", cpu])
                     for node, cpu in zip(nodes, pin, strict=True)]
-        codes = _run_processes(commands, out, nodes, supervise=lambda: _restart_if_dead(self.server))
+        codes = _run_processes(commands, out, nodes, supervise=lambda: _restart_if_dead(self.server),
+                               env=worker_env(self.url))
         wall_s, error = clock.monotonic() - t0, ""
         try:
             finished, counters = uvloop.run(_finished(self.url, self.name, config.cluster.n_buckets))
@@ -180,7 +189,8 @@ class _Run:
         merged = merge_summaries(summaries, wall_s=wall_s, finished=finished)
         merged.update({"workers": len(nodes), "exit_codes": dict(zip(nodes, codes, strict=True)),
                        "backend_error": error,
-                       "counters": {k: v for k, v in counters.items() if not k.startswith(("recover.", "alive."))}})
+                       "counters": {k: v for k, v in counters.items() if not k.startswith(("recover.", "alive."))},
+                       "losses": loss_text(counters)})
         write_summary(out, merged)
         return merged, next_at
 
@@ -216,7 +226,7 @@ def _restart_if_dead(server: EmbeddedRedis | None) -> None:
 
 
 def _run_processes(commands: list[list[str]], out: Path, nodes: list[str],
-                   supervise: Callable[[], None] = lambda: None) -> list[int | None]:
+                   supervise: Callable[[], None] = lambda: None, env: dict[str, str] | None = None) -> list[int | None]:
     procs: list[subprocess.Popen[bytes]] = []
     logs = []
     interrupted = []
@@ -234,7 +244,8 @@ def _run_processes(commands: list[list[str]], out: Path, nodes: list[str],
             node_dir.mkdir(parents=True, exist_ok=True)
             log = (node_dir / "node.log").open("ab")
             logs.append(log)
-            procs.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL))
+            procs.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          env=env))
         _wait_processes(procs, interrupted, supervise)
     finally:
         for sig, handler in old.items():
@@ -279,6 +290,8 @@ def print_cluster_summary(summary: dict[str, Any]) -> None:
           f"{cross.get('cache_saved', 0)} saved by the sent-URL cache")
     print(f"load balance: variance of per-node share per {load['interval_s']:g} s interval: "
           f"mean {var:.2e}" if var is not None else "load balance: not enough intervals")
+    if summary.get("losses"):
+        print(summary["losses"])
     if summary.get("backend_error"):
         print(f"backend: {summary['backend_error']}")
     print(f"finished: {summary['finished']}   (summary.json in the output directory)")

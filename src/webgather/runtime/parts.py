@@ -1,7 +1,7 @@
 """The parts of one node, built from a config, and the thin ports the run loop uses.
 
 :func:`open_parts` is the composition root's wiring: clock, resolver, HTTP
-client, frontier (state under ``DIR/state``), archive writer, robots book and
+client, frontier (state under ``DIR/state``), archive writer, robots gate and
 scope. It is an async context manager so that every part is closed (and
 flushed) however the crawl ends.
 """
@@ -10,52 +10,46 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from webgather.config import CrawlConfig
+from webgather.errors import WriteFailed
 from webgather.fetch.http import HttpClient
 from webgather.fetch.model import FetchResult
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
-from webgather.robots.cache import Known, RobotsCache
-from webgather.robots.parse import ALLOW_ALL, RobotsRules
-from webgather.runtime.affinity import pinned
+from webgather.robots.gate import RobotsGate
+from webgather.runtime.affinity import allowed_cpus, pinned
 from webgather.runtime.clock import Clock, SystemClock
+from webgather.runtime.parse_pool import ParsePool
 from webgather.runtime.stats import CrawlStats
 from webgather.scope import Scope
 from webgather.store.warc import ArchiveRef
 from webgather.store.writer import ArchiveWriter
 
-__all__ = ["NodeParts", "RobotsBook", "WriterPort", "open_parts"]
+__all__ = ["HttpPort", "NodeParts", "WriterPort", "open_parts", "robots_gate"]
+
+_log = logging.getLogger(__name__)
 
 LinkArgs = tuple[str, int, int, list[tuple[str, int, int, str, bool]]]
 
 
-class RobotsBook:
-    """The node's view of :class:`RobotsCache`: rules per host, failures counted."""
+class HttpPort(Protocol):
+    """What the run loop fetches with: :class:`HttpClient`, or a cluster node's fenced wrapper of it."""
 
-    def __init__(self, cache: RobotsCache, clock: Clock) -> None:
-        self._cache = cache
-        self._clock = clock
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult: ...
 
-    def rules_for(self, host: str) -> RobotsRules | None:
-        state = self._cache.state(host, self._clock.monotonic())
-        return state.rules if isinstance(state, Known) else None
 
-    def record_rules(self, host: str, rules: RobotsRules, now: float) -> None:
-        self._cache.begin_fetch(host, now)
-        self._cache.record(host, now, rules)
-
-    def set_allow_all(self, host: str) -> None:
-        self.record_rules(host, ALLOW_ALL, self._clock.monotonic())
-
-    def record_failure(self, host: str, now: float) -> bool:
-        """Count a failed robots fetch; True when the cache gives up on the host."""
-        self._cache.begin_fetch(host, now)
-        state = self._cache.record(host, now, None)
-        return not hasattr(state, "retry_at")
+def robots_gate(config: CrawlConfig) -> RobotsGate:
+    """The node's robots gate, from ``[robots]``."""
+    robots = config.robots
+    return RobotsGate(ttl_s=robots.ttl_s, error_retry_s=robots.error_retry_s, retry_factor=robots.retry_factor,
+                      max_tries=robots.max_tries, max_hosts=robots.max_hosts, obey=robots.obey,
+                      min_gap_s=config.politeness.min_delay_s)
 
 
 class WriterPort:
@@ -91,9 +85,6 @@ class WriterPort:
         self.writer.submit_log(entry)
         await self._durable()
 
-    def log_nowait(self, entry: dict[str, object]) -> None:
-        self.writer.submit_log(entry)
-
     async def _durable(self) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
@@ -123,12 +114,14 @@ class NodeParts:
     out_dir: Path
     clock: Clock
     resolver: Resolver
-    http: HttpClient
+    http: HttpPort
     frontier: Frontier
     writer: WriterPort
-    robots: RobotsBook
+    robots: RobotsGate
     scope: Scope
     stats: CrawlStats
+    parser: ParsePool
+    """HTML parsing with a deadline (:mod:`webgather.runtime.parse_pool`)."""
 
 
 @contextlib.asynccontextmanager
@@ -147,6 +140,7 @@ async def open_parts(
     ``n_buckets`` and ``frontier_cls`` are for cluster nodes (M of the crawl, and a
     frontier whose buckets follow the crawl's partition key). The node's threads stay
     on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.affinity`)."""
+    parser = ParsePool(config.parse, allowed_cpus())  # the mask before the pin: parsers may use every CPU
     with pinned(config.pin_cpu):  # before the writer thread starts: it inherits the mask
         clock = clock or SystemClock()
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -156,17 +150,39 @@ async def open_parts(
             max_pages_per_host=config.scope.max_pages_per_host,
         )
         writer = ArchiveWriter.open(out_dir, node_id, config.store)
-        robots = RobotsBook(RobotsCache(config.robots.ttl_s, config.robots.error_retry_s), clock)
+        robots = robots_gate(config)
         stats = CrawlStats(started_at=clock.wall())
+        failed = False
         try:
             async with HttpClient(config.fetch, resolver, clock) as http:
                 yield NodeParts(
                     config, node_id, out_dir, clock, resolver, http, frontier,
-                    WriterPort(writer), robots, Scope(config.scope, seeds), stats,
+                    WriterPort(writer), robots, Scope(config.scope, seeds), stats, parser,
                 )
+        except WriteFailed:
+            failed = True
+            raise
+        finally:
+            await _close(parser, writer, frontier, after_failure=failed)
+
+
+async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, *, after_failure: bool) -> None:
+    """End the parser processes, drain and close the writer, then close (checkpoint) the
+    frontier, each attempted.
+
+    ``after_failure``: a failed write stopped the crawl, and that first failure
+    (naming the file that could not be written) is the one reported; the same
+    full disk failing the closing writes again is only logged."""
+    try:
+        try:
+            await parser.close()
+            await writer.drain()
         finally:
             try:
-                await writer.drain()
-            finally:
                 writer.close()
+            finally:  # after a failed write too: what was journaled is checkpointed
                 frontier.close()
+    except WriteFailed as exc:
+        if not after_failure:
+            raise
+        _log.info("closing after a failed write: %s", exc)

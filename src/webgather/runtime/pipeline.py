@@ -8,22 +8,26 @@ page is fetched again after a restart.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from webgather.config import CrawlConfig
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
-from webgather.parse.links import followable, parse_page
-from webgather.parse.sitemap import parse_sitemap
+from webgather.parse.links import ParsedPage, followable, parse_page
+from webgather.parse.sitemap import SitemapDoc, parse_sitemap
+from webgather.runtime.parse_pool import ParseFailure, ParsePool
 from webgather.scope import Scope
 from webgather.urls import canonicalize, fingerprint, host_key
 
 __all__ = [
-    "Extracted", "HostFingerprints", "RoutedUrls", "extract", "link_log_args", "log_entry", "make_items",
+    "Extracted", "HostFingerprints", "RoutedUrls", "extract", "extract_parsed", "link_log_args", "log_entry", "make_items",
     "robots_entry", "unfetched_entry",
 ]
+
+log = logging.getLogger(__name__)
 
 LinkRecord = tuple[str, int, int, str, bool]
 
@@ -121,11 +125,44 @@ def extract(
     return Extracted([], None)
 
 
+async def extract_parsed(
+    pool: ParsePool,
+    item: CrawlItem,
+    result: FetchResult,
+    decision: Decision,
+    scope: Scope,
+    host_fp: HostFingerprints,
+    routed: RoutedUrls,
+    *,
+    want_text: bool = True,
+) -> tuple[Extracted, Decision]:
+    """:func:`extract` with the HTML page or sitemap parsed by ``pool`` (bounded in time, off
+    the loop when it could be slow). A document the pool could not parse yields nothing
+    (archived unparsed, no link-log record) and the decision returned carries the error kind."""
+    if decision.redirect_to is not None or decision.parse not in ("page", "sitemap"):
+        return extract(item, result, decision, scope, host_fp, routed, want_text=want_text), decision
+    doc: ParsedPage | SitemapDoc | ParseFailure
+    if decision.parse == "sitemap":
+        doc = await pool.parse_sitemap(result.body)
+    else:
+        doc = await pool.parse(item.url, result.body, result.header("Content-Type"), want_text=want_text)
+    if isinstance(doc, ParseFailure):
+        log.warning("%s not parsed: %s (%s)", item.url, doc.kind, doc.detail)
+        return Extracted([], None), replace(decision, error=doc.kind)
+    if isinstance(doc, SitemapDoc):
+        return _sitemap_items(doc, scope), decision
+    return _links_of(item, doc, scope, host_fp, routed), decision
+
+
 def _from_page(
     item: CrawlItem, result: FetchResult, scope: Scope, host_fp: HostFingerprints, routed: RoutedUrls,
     want_text: bool,
 ) -> Extracted:
     page = parse_page(item.url, result.body, result.header("Content-Type"), want_text=want_text)
+    return _links_of(item, page, scope, host_fp, routed)
+
+
+def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFingerprints, routed: RoutedUrls) -> Extracted:
     depth = item.depth + 1
     records: list[LinkRecord] = []
     candidates: list[CrawlItem] = []
@@ -147,7 +184,10 @@ def _from_page(
 
 
 def _from_sitemap(result: FetchResult, scope: Scope) -> Extracted:
-    doc = parse_sitemap(result.body)
+    return _sitemap_items(parse_sitemap(result.body), scope)
+
+
+def _sitemap_items(doc: SitemapDoc, scope: Scope) -> Extracted:
     items: list[CrawlItem] = []
     for raw in doc.urls:
         url = canonicalize(raw)

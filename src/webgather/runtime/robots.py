@@ -1,18 +1,21 @@
-"""Fetching robots.txt for a host: the IO shell around ``robots.cache``.
+"""Fetching robots.txt for a host: one fetch with its redirects, for ``runtime.robots_driver``.
 
 A host's URLs wait (the frontier defers the host) until its robots.txt is
 known. Redirects are followed here, up to 5 hops (RFC 9309 section 2.3.1.2).
-4xx means allow all; 5xx, network errors and redirect trouble mean "disallow
-for now": the host stays deferred and the fetch is retried after
-``robots.error_retry_s``; after the cache gives up, the host's queued URLs are
-dropped with crawl-log error ``robots_unavailable``. A host that does not
+4xx and redirect trouble (no usable Location, more than 5 hops) mean allow
+all; 5xx, 429 and network errors mean "disallow for now": the host stays deferred and the fetch is retried after
+``robots.error_retry_s`` (growing by ``robots.retry_factor``); after
+``robots.max_tries`` the gate gives up and the host's queued URLs are dropped
+with crawl-log error ``robots_unavailable``. A host that does not
 resolve is dropped at once with error ``dns`` (retrying DNS for ten minutes
-helps nobody).
+helps nobody), and so is one at an address the destination guard refuses
+(``forbidden_address``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -24,6 +27,8 @@ from webgather.urls import resolve_link
 __all__ = ["RobotsOutcome", "fetch_robots"]
 
 MAX_ROBOTS_REDIRECTS = 5
+_CUT_ERRORS = frozenset({"too_large", "bomb"})
+"""Fetch errors of a complete 2xx answer whose body was only cut short by our own limits."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +37,8 @@ class RobotsOutcome:
     """Rules to obey, or None when robots.txt could not be had (disallow for now)."""
     results: tuple[FetchResult, ...]
     """Every request made, for the crawl log and the archive."""
-    dns_failed: bool = False
+    host_error: str | None = None
+    """"dns" or "forbidden_address": the host can never be fetched; drop its URLs with this error."""
 
 
 async def fetch_robots(
@@ -54,8 +60,10 @@ async def fetch_robots(
         result = await fetch(url)
         results.append(result)
         status = result.status
+        if result.error in _CUT_ERRORS and status is not None and 200 <= status < 300:
+            return RobotsOutcome(_from_prefix(result, user_agent, max_bytes), tuple(results))
         if result.error is not None or status is None:
-            return RobotsOutcome(None, tuple(results), dns_failed=result.error == "dns")
+            return RobotsOutcome(None, tuple(results), host_error=_host_error(result.error))
         if status in REDIRECT_STATUSES:
             location = result.header("Location")
             target = resolve_link(url, location) if location else None
@@ -73,3 +81,28 @@ def _classify(result: FetchResult, user_agent: str, max_bytes: int) -> RobotsRul
 
 def _allow_all(user_agent: str) -> RobotsRules:
     return ALLOW_ALL
+
+
+def _from_prefix(result: FetchResult, user_agent: str, max_bytes: int) -> RobotsRules | None:
+    """Rules from the first bytes of a body cut by our size limits; None if they cannot be decoded."""
+    coding = (result.header("Content-Encoding") or "identity").strip().lower()
+    if coding == "identity":
+        return _whole_lines(result, result.raw_body[: max_bytes + 1], user_agent, max_bytes)
+    if coding not in ("gzip", "x-gzip", "deflate"):
+        return None
+    for wbits in (47, -15):  # gzip or zlib framing (auto-detected), then the raw deflate some servers send
+        try:
+            prefix = zlib.decompressobj(wbits).decompress(result.raw_body, max_bytes + 1)
+        except zlib.error:
+            continue
+        return _whole_lines(result, prefix, user_agent, max_bytes)
+    return None
+
+
+def _whole_lines(result: FetchResult, prefix: bytes, user_agent: str, max_bytes: int) -> RobotsRules | None:
+    # the prefix ends where a limit cut it: a half-read last line is dropped, never obeyed
+    return rules_for_response(result.status, prefix[: prefix.rfind(b"\n") + 1], user_agent, max_bytes)
+
+
+def _host_error(error: str | None) -> str | None:
+    return error if error in ("dns", "forbidden_address") else None

@@ -16,6 +16,7 @@ from json.encoder import encode_basestring_ascii
 from pathlib import Path
 from typing import Any
 
+from webgather.appendio import append_bytes
 from webgather.errors import CorruptState, StoreError
 
 __all__ = ["CRAWL_LOG_NAME", "CrawlLog", "encode_entry", "load_crawl_log", "read_crawl_log"]
@@ -80,17 +81,17 @@ class CrawlLog:
             self.flush()
 
     def flush(self) -> None:
-        """Write every queued entry with one write call."""
+        """Write every queued entry with one write call.
+
+        A failed write (disk full) cuts the file back to its size before the
+        write and keeps the entries queued: :class:`WriteFailed` is raised, and
+        a later flush (once there is room) writes them all exactly once.
+        """
         if not self._pending or self._fd < 0:
             return
         data = "".join(self._pending).encode("utf-8")
+        append_bytes(self._fd, data, f"cannot write crawl log {self.path}")
         self._pending.clear()
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(self._fd, view) :]
-        except OSError as exc:
-            raise StoreError(f"cannot write crawl log {self.path}: {exc.strerror}") from exc
 
     def close(self) -> None:
         """Flush and close; further appends raise :class:`StoreError`."""

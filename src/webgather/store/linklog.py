@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from webgather.appendio import append_bytes
 from webgather.errors import CorruptState, StoreError
 from webgather.linkgraph import LinkGraph
 from webgather.store.gzmember import gzip_unit, iter_members, scan_units
@@ -83,20 +84,24 @@ class LinkLog:
             self.flush()
 
     def flush(self) -> None:
-        """Write the queued edges (one write) and anchors (one gzip member)."""
+        """Write the queued edges (one write) and anchors (one gzip member).
+
+        Each part leaves the queue only once written: after a failed write
+        (disk full, :class:`WriteFailed`) a later flush writes it exactly once."""
         if self._edges_fd < 0:
             return
-        rows, self._edge_rows = self._edge_rows, []
-        lines, self._anchor_lines = self._anchor_lines, []
-        if rows:
+        if self._edge_rows:
             try:
-                edges = np.array(rows, dtype=EDGE_DTYPE)
+                edges = np.array(self._edge_rows, dtype=EDGE_DTYPE)
             except (OverflowError, ValueError, TypeError) as exc:
+                self._edge_rows = []
                 raise StoreError(f"link fingerprints must be unsigned 64-bit integers: {exc}") from None
-            self._write(self._edges_fd, edges.tobytes(), LINKS_NAME)
-        if lines:
-            member, _ = gzip_unit(["".join(lines).encode("utf-8", "surrogatepass")])
-            self._write(self._anchors_fd, member, ANCHORS_NAME)
+            append_bytes(self._edges_fd, edges.tobytes(), f"cannot write {self.directory / LINKS_NAME}")
+            self._edge_rows = []
+        if self._anchor_lines:
+            member, _ = gzip_unit(["".join(self._anchor_lines).encode("utf-8", "surrogatepass")])
+            append_bytes(self._anchors_fd, member, f"cannot write {self.directory / ANCHORS_NAME}")
+            self._anchor_lines = []
 
     def close(self) -> None:
         """Flush and close both files."""
@@ -108,16 +113,6 @@ class LinkLog:
             os.close(self._edges_fd)
             os.close(self._anchors_fd)
             self._edges_fd = self._anchors_fd = -1
-
-    def _write(self, fd: int, data: bytes, name: str) -> None:
-        size = os.fstat(fd).st_size
-        view = memoryview(data)
-        try:
-            while view:
-                view = view[os.write(fd, view) :]
-        except OSError as exc:
-            os.ftruncate(fd, size)
-            raise StoreError(f"cannot write {self.directory / name}: {exc.strerror}") from exc
 
 
 def anchor_line(src_url: str, links: Sequence[Link]) -> str:

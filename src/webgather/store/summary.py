@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from webgather.errors import CorruptState, StoreError
+from webgather.errors import CorruptState, StoreError, WriteFailed
 
 __all__ = ["SUMMARY_NAME", "read_summary", "write_summary"]
 
@@ -41,7 +41,7 @@ def write_summary(out_dir: Path, summary: Mapping[str, object]) -> Path:
             os.close(directory)
     except OSError as exc:
         temp.unlink(missing_ok=True)
-        raise StoreError(f"cannot write {target}: {exc.strerror}") from exc
+        raise WriteFailed.from_os(f"cannot write {target}", exc) from exc
     return target
 
 

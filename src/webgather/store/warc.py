@@ -13,6 +13,7 @@ were written before are never appended to or rewritten.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Callable
@@ -21,7 +22,8 @@ from pathlib import Path
 
 from webgather import __version__
 from webgather.config import StoreConfig
-from webgather.errors import StoreError
+from webgather.appendio import append_bytes
+from webgather.errors import StoreError, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.store import records
 from webgather.store.cdxj import INDEX_NAME, cdxj_line
@@ -167,9 +169,16 @@ class Archive:
         unit, length = self._encode((first.data,) if request is None else (first.data, request.data))
         digest = first.payload_digest or ""
         line = cdxj_line(result.url, first.date, mime, result.status, digest, length, self._size, self._name)
-        _write_all(self._index_fd, line.encode("utf-8", "surrogateescape"), self._index_path)
+        # The index line goes first: a kill -9 between the two leaves a line past the
+        # WARC's end, which reopening cuts. A failed record write cuts the line now.
+        index_at = append_bytes(self._index_fd, line.encode("utf-8", "surrogateescape"), f"cannot write {self._index_path}")
         ref = ArchiveRef(self._name, self._size, length, first.record_id, digest, first.date, result.url)
-        self._append(unit)
+        try:
+            self._append(unit)
+        except WriteFailed:
+            with contextlib.suppress(OSError):  # the record's error is the one to report
+                os.ftruncate(self._index_fd, index_at)
+            raise
         self._has_records = True
         return ref
 
@@ -182,7 +191,7 @@ class Archive:
 
     def _append(self, unit: bytes) -> None:
         assert self._fd is not None
-        _write_all(self._fd, unit, self._path, truncate_to=self._size)
+        append_bytes(self._fd, unit, f"cannot write {self._path}")
         self._size += len(unit)
 
     def _ensure_file(self, date: str) -> None:
@@ -245,21 +254,6 @@ def _open_append(path: Path) -> int:
         return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     except OSError as exc:
         raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
-
-
-def _write_all(fd: int, data: bytes, path: Path, truncate_to: int | None = None) -> None:
-    """One write call (more only if the kernel takes part); on failure cut back to ``truncate_to``."""
-    view = memoryview(data)
-    try:
-        while view:
-            view = view[os.write(fd, view) :]
-    except OSError as exc:
-        if truncate_to is not None:
-            try:
-                os.ftruncate(fd, truncate_to)
-            except OSError:
-                pass
-        raise StoreError(f"cannot write {path}: {exc.strerror}") from exc
 
 
 def _repair_newest(warc_dir: Path, node: str) -> int:

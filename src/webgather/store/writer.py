@@ -10,7 +10,8 @@ builds records, digests and gzips them (zlib and hashlib release the GIL on
 large buffers) and writes them. A node keeps both threads on one CPU
 (:mod:`webgather.runtime.affinity`): handing the GIL between two cores cost
 more than the parallel gzip gained. An
-error in the thread is kept and raised as :class:`StoreError` by the next
+error in the thread is kept and raised as :class:`StoreError` (a failed write
+as :class:`WriteFailed`, disk full) by the next
 ``submit_*``, :meth:`drain` or :meth:`close`; the thread keeps taking items
 off the queue (dropping them) so no caller blocks forever on a dead writer.
 Logs are flushed every N entries, on :meth:`drain`/:meth:`flush`, and when
@@ -36,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from webgather.config import StoreConfig
-from webgather.errors import StoreError
+from webgather.errors import StoreError, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.store.crawllog import CRAWL_LOG_NAME, CrawlLog, encode_entry
 from webgather.store.linklog import Link, LinkLog
@@ -270,7 +271,14 @@ class ArchiveWriter:
 
     def _check(self) -> None:
         if self._error is not None:
-            raise StoreError(f"archive writer failed: {self._error}") from self._error
+            raise self._failure() from self._error
+
+    def _failure(self) -> StoreError:
+        """The kept error for a caller: a failed write (disk full) keeps its type and
+        message, so the crawl stops on it and its one line names the file."""
+        if isinstance(self._error, WriteFailed):
+            return WriteFailed(str(self._error))
+        return StoreError(f"archive writer failed: {self._error}")
 
     def _full(self) -> bool:
         """A soft bound: two submitters may both see room and pass it by one."""
@@ -309,7 +317,7 @@ class ArchiveWriter:
 
     def _fail(self, job: _Job | None) -> None:
         if job is not None and job.done is not None and not job.done.done():
-            job.done.set_exception(StoreError(f"archive writer failed: {self._error}"))
+            job.done.set_exception(self._failure())
 
     def _handle(self, job: _Job) -> None:
         if job.kind == "flush":

@@ -47,7 +47,6 @@ __all__ = ["ClosureResult", "Expected", "ExpectedFetch", "RobotsExpected", "clos
 
 REDIRECT_STATUS = frozenset({301, 302, 303, 307, 308})
 NOT_FETCHED = frozenset({"robots", "robots_unavailable", "off_scope"})
-ROBOTS_ATTEMPTS = 3
 MAX_ROBOTS_REDIRECTS = 5
 
 
@@ -213,7 +212,7 @@ class _Walk:
                 url = response.location
                 continue
             if status >= 500 or status == 429:
-                expected = RobotsExpected(key, status, False, attempts + ROBOTS_ATTEMPTS - 1, None, (),
+                expected = RobotsExpected(key, status, False, attempts + self.config.robots.max_tries - 1, None, (),
                                           "robots_unavailable")
                 return _Robots(expected, None, agent)
             if 200 <= status < 300:

@@ -17,6 +17,9 @@ from dataclasses import dataclass, field
 from webgather.config import CrawlConfig, FetchConfig, PolitenessConfig, RobotsConfig, ScopeConfig
 from webgather.errors import ConfigError
 
+LOOPBACK_V4 = "127.0.0.0/8"
+"""Where the synthetic web listens (:mod:`webgather.testweb.hosts`)."""
+
 __all__ = [
     "CHARSET_MODES",
     "FIXTURE_KINDS",
@@ -245,6 +248,7 @@ def crawl_config_for(params: WebParams, seeds: tuple[str, ...] = (), **sections:
         max_body_bytes=max(1024, params.oversize_bytes // 2),
         max_decoded_bytes=max(2048, params.bomb_decoded_bytes // 2),
         max_redirects=5, max_retries=2,
+        allow_addresses=(LOOPBACK_V4,),  # the web's own addresses (testweb.hosts): past the private-address guard
     )
     values: dict[str, object] = dict(
         seeds=seeds, progress=False,
@@ -252,7 +256,7 @@ def crawl_config_for(params: WebParams, seeds: tuple[str, ...] = (), **sections:
                                     max_crawl_delay_s=max(1.0, params.crawl_delay_s)),
         fetch=fetch,
         scope=ScopeConfig(mode="domains", domains=(params.domain,), max_url_length=300),
-        robots=RobotsConfig(error_retry_s=0.01),
+        robots=RobotsConfig(error_retry_s=0.01, retry_factor=1.0, max_tries=3),
     )
     values.update(sections)
     return CrawlConfig(**values)  # type: ignore[arg-type]

@@ -111,7 +111,8 @@ async def test_empty_answer_and_slow_lookup_fail() -> None:
 async def test_from_config_reads_the_resolve_file(tmp_path: Path) -> None:
     path = tmp_path / "hosts"
     path.write_text("h1.web.test 127.0.0.5\n")
-    r = Resolver.from_config(FetchConfig(resolve_file=str(path), dns_ttl_s=10.0), FakeClock(), lookup=Stub({}))
+    config = FetchConfig(resolve_file=str(path), dns_ttl_s=10.0, allow_addresses=("127.0.0.0/8",))
+    r = Resolver.from_config(config, FakeClock(), lookup=Stub({}))
     assert r.static == {"h1.web.test": "127.0.0.5"}
     assert await r.resolve("h1.web.test") == "127.0.0.5"
 

@@ -94,3 +94,25 @@ def test_chunked_decoding_is_independent_of_how_bytes_arrive(chunks: list[bytes]
         got += decoder.feed(wire[at : at + step])
         at, i = at + step, i + 1
     assert decoder.done and b"".join(got) == b"".join(chunks)
+
+
+def test_a_head_over_64_kib_is_refused_however_it_arrives() -> None:
+    """Issue 13 item 3: the cap held only while the head was incomplete; one 100 KB read passed it."""
+    fields = [f"X-F{i}: {'v' * 1000}" for i in range(h1.MAX_FIELDS - 2)]
+    assert len(head("HTTP/1.1 200 OK", *fields)) > h1.MAX_HEAD_BYTES
+    with pytest.raises(ProtocolViolation, match="64 KiB"):
+        h1.parse_head(head("HTTP/1.1 200 OK", *fields))
+    folded = head("HTTP/1.1 200 OK", "X-A: a", *([" " + "f" * 8000] * 9))  # one field, folded: still the head's bytes
+    with pytest.raises(ProtocolViolation, match="64 KiB"):
+        h1.parse_head(folded)
+    at_cap = head("HTTP/1.1 200 OK", "X-A: " + "a" * 8000)
+    assert h1.parse_head(at_cap).status == 200
+
+
+def test_header_fields_are_capped_at_max_fields() -> None:
+    fields = [f"X-F{i}: {i}" for i in range(h1.MAX_FIELDS)]
+    assert len(h1.parse_head(head("HTTP/1.1 200 OK", *fields)).headers) == h1.MAX_FIELDS
+    with pytest.raises(ProtocolViolation, match=f"over {h1.MAX_FIELDS} header fields"):
+        h1.parse_head(head("HTTP/1.1 200 OK", *fields, "X-One-Too-Many: 1"))
+    with pytest.raises(ProtocolViolation, match="header fields"):
+        h1.parse_head(head("HTTP/1.1 200 OK", *(["Set-Cookie: a=1"] * 2002)))  # the issue's 2,002 fields

@@ -1,0 +1,212 @@
+"""The robots gate: every host's robots.txt state and the action each URL gets. Pure.
+
+One :class:`RobotsGate` per node owns the robots state of every host the node
+crawls; the runtime shell (``runtime.robots_driver``) only carries out what it
+answers. Time is passed in as ``now`` (monotonic seconds).
+
+Per host the gate holds one of:
+
+* *pending* - a robots.txt fetch is under way (the shell holds the host's URLs);
+* *waiting* - nothing may be asked before ``at``: a retry after a failed fetch,
+  or a host handed over by another node, whose politeness gap is not over yet;
+* *known* - rules to obey until ``expires_at`` (``ttl_s`` after the fetch);
+* *dead* - given up (``robots_unavailable`` after ``max_tries`` failed fetches,
+  ``dns``): its URLs are denied with that reason until ``ttl_s`` has passed.
+
+:meth:`RobotsGate.check` answers a URL about to be fetched with :class:`Allow`,
+:class:`Deny` (reason ``robots`` or the dead host's), :class:`Wait` (until a
+time, ``inf`` while a fetch is under way) or :class:`FetchRobots` (the host is
+pending from now on: fetch robots.txt first, then ask again). Known rules that
+expired, and hosts that were evicted, get :class:`FetchRobots`: a missing entry
+never reads as "allow". :meth:`RobotsGate.admit` is the same question asked
+when a host's URL is queued, so that robots.txt is fetched before the first
+page is due.
+
+Bounds: at most ``max_hosts`` settled entries (known and dead) are kept, the
+least recently asked-about evicted first; pending and waiting entries are never
+evicted (that would lose a failure count), and there are only as many as hosts
+with a robots fetch in flight or a retry ahead, which the frontier bounds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from webgather.errors import ConfigError
+from webgather.robots.parse import ALLOW_ALL, RobotsRules
+
+__all__ = ["Action", "Allow", "Dead", "Deny", "FetchRobots", "RobotsGate", "Wait", "Waiting"]
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    rules: RobotsRules
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    reason: str
+    """Crawl-log error: ``robots`` (disallowed), or why the host was given up."""
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Wait:
+    until: float
+    """Ask again at this time; ``math.inf`` while the host's robots.txt is being fetched."""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchRobots:
+    """Fetch the host's robots.txt now and report with ``learned``/``failed``/``give_up``."""
+
+    tries: int
+    """Fetches of this host's robots.txt that failed in a row before this one."""
+
+
+Action = Allow | Deny | Wait | FetchRobots
+
+
+@dataclass(frozen=True, slots=True)
+class _Known:
+    rules: RobotsRules
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
+class _Pending:
+    failures: int
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A host whose robots.txt may not be asked for before ``at``."""
+
+    at: float
+    failures: int
+    reason: str = ""
+    """The last failure's error kind ("" for a handed-over host)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Dead:
+    reason: str
+    detail: str
+    until: float
+
+
+_Settled = _Known | Dead
+
+
+class RobotsGate:
+    """robots.txt state of every host one node crawls; see the module docstring."""
+
+    def __init__(self, *, ttl_s: float = 86400.0, error_retry_s: float = 30.0, retry_factor: float = 4.0,
+                 max_tries: int = 4, max_hosts: int = 10_000, obey: bool = True, min_gap_s: float = 0.0) -> None:
+        """``min_gap_s``: the host's politeness delay; a retry of its robots.txt never comes sooner."""
+        if max_tries < 1 or max_hosts < 1 or ttl_s <= 0 or error_retry_s < 0 or retry_factor < 1:
+            raise ConfigError(
+                "RobotsGate needs max_tries, max_hosts >= 1, ttl_s > 0, error_retry_s >= 0 and "
+                f"retry_factor >= 1; got {max_tries}, {max_hosts}, {ttl_s}, {error_retry_s}, {retry_factor}")
+        self.ttl_s = ttl_s
+        self.error_retry_s = error_retry_s
+        self.retry_factor = retry_factor
+        self.max_tries = max_tries
+        self.max_hosts = max_hosts
+        self.obey = obey
+        self.min_gap_s = min_gap_s
+        self._settled: OrderedDict[str, _Settled] = OrderedDict()
+        self._unsettled: dict[str, _Pending | Waiting] = {}
+
+    def check(self, host: str, url: str, now: float) -> Action:
+        """What to do with ``url`` of ``host``, about to be fetched at ``now``."""
+        if not self.obey:
+            return Allow(ALLOW_ALL)
+        settled = self._live_settled(host, now)
+        if isinstance(settled, _Known):
+            return Allow(settled.rules) if settled.rules.allowed(url) else Deny("robots")
+        if isinstance(settled, Dead):
+            return Deny(settled.reason, settled.detail)
+        unsettled = self._unsettled.get(host)
+        if isinstance(unsettled, _Pending):
+            return Wait(math.inf)
+        if unsettled is not None and now < unsettled.at:
+            return Wait(unsettled.at)
+        return self._begin(host, unsettled.failures if unsettled is not None else 0)
+
+    def admit(self, host: str, now: float, not_before: float | None = None) -> FetchRobots | Wait | None:
+        """A URL of ``host`` was queued: FetchRobots if its robots.txt is due now, Wait if a
+        fetch is owed later (``not_before``: a handed-over host's politeness gap), None if
+        the gate has a live answer already (or ``robots.obey`` is off)."""
+        if not self.obey or self._live_settled(host, now) is not None:
+            return None
+        unsettled = self._unsettled.get(host)
+        if unsettled is not None:
+            due = isinstance(unsettled, Waiting) and now >= unsettled.at
+            return self._begin(host, unsettled.failures) if due else None
+        if not_before is not None and not_before > now:
+            self._unsettled[host] = Waiting(not_before, 0)
+            return Wait(not_before)
+        return self._begin(host, 0)
+
+    def learned(self, host: str, now: float, rules: RobotsRules) -> None:
+        """The host's robots.txt gave ``rules`` (ALLOW_ALL after a 4xx): obey them for ``ttl_s``."""
+        self._unsettled.pop(host, None)
+        self._settle(host, _Known(rules, now + self.ttl_s))
+
+    def failed(self, host: str, now: float, reason: str) -> Waiting | Dead:
+        """The fetch failed (``reason``: an error kind or ``http 503``): retry later, or give up
+        once ``max_tries`` fetches in a row failed."""
+        previous = self._unsettled.pop(host, None)
+        failures = (previous.failures if previous is not None else 0) + 1
+        if failures >= self.max_tries:
+            return self.give_up(host, now, "robots_unavailable",
+                                f"robots.txt failed {failures} times in a row, last: {reason}")
+        self._settled.pop(host, None)
+        waiting = self._unsettled[host] = Waiting(now + self.retry_wait_s(failures), failures, reason)
+        return waiting
+
+    def give_up(self, host: str, now: float, reason: str, detail: str) -> Dead:
+        """Deny every URL of ``host`` with ``reason`` for ``ttl_s`` (then it is tried afresh)."""
+        self._unsettled.pop(host, None)
+        dead = Dead(reason, detail, now + self.ttl_s)
+        self._settle(host, dead)
+        return dead
+
+    def forget(self, host: str) -> None:
+        """Drop everything known about ``host`` (its bucket moved to another node)."""
+        self._settled.pop(host, None)
+        self._unsettled.pop(host, None)
+
+    def retry_wait_s(self, failures: int) -> float:
+        """Wait after the ``failures``-th failed fetch in a row: error_retry_s x factor^(n-1), and
+        never under ``min_gap_s`` (a retry is a request to the host like any other)."""
+        return max(self.error_retry_s * self.retry_factor ** (failures - 1), self.min_gap_s)
+
+    def __len__(self) -> int:
+        return len(self._settled) + len(self._unsettled)
+
+    def _live_settled(self, host: str, now: float) -> _Settled | None:
+        settled = self._settled.get(host)
+        if settled is None:
+            return None
+        deadline = settled.expires_at if isinstance(settled, _Known) else settled.until
+        if now >= deadline:
+            del self._settled[host]  # expired: the host needs a fresh fetch, never "allow"
+            return None
+        self._settled.move_to_end(host)
+        return settled
+
+    def _begin(self, host: str, failures: int) -> FetchRobots:
+        self._settled.pop(host, None)
+        self._unsettled[host] = _Pending(failures)
+        return FetchRobots(failures)
+
+    def _settle(self, host: str, state: _Settled) -> None:
+        settled = self._settled
+        settled[host] = state
+        settled.move_to_end(host)
+        while len(settled) > self.max_hosts:
+            settled.popitem(last=False)  # an evicted host gets FetchRobots on its next URL

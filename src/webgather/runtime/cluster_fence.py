@@ -1,0 +1,145 @@
+"""Fencing: a cluster node starts no request once its membership lease may have lapsed.
+
+A node is a member while its heartbeat key lives (``member_ttl_s``). A node that
+stalls (SIGSTOP, a swapped-out VM, a long GC) past that is declared dead by the
+coordinator and its buckets go to others; when it wakes it must not fetch from
+hosts it no longer owns. Two rules, both checked right before every request
+(pages and robots.txt alike) by :class:`FencedHttp`, which wraps the node's HTTP
+client so the run loop (``runtime.node``) is untouched apart from handling
+:class:`~webgather.errors.Fenced`:
+
+* **Lease** (:class:`Lease`, pure): a request may start only while
+  ``now < renewed_at + member_ttl_s - lease_margin_s`` on the node's own
+  monotonic clock, where ``renewed_at`` is taken *before* the heartbeat was sent
+  (the key cannot expire earlier than that plus its TTL) and counts only once a
+  bucket table read sent *after* that heartbeat succeeded has been adopted: so
+  the table the node fetches under is never older than its lease. The
+  coordinator declares a node dead only ``heartbeat_s + lease_margin_s`` after
+  its key expired (``Coordinating`` ``grace_s``), so a node stops at least
+  ``2 * lease_margin_s + heartbeat_s`` before anyone may take its buckets. After a
+  thaw the first beat finds the lease lapsed; fetches wait (they were dispatched
+  before the freeze, or wake from a slot or a politeness sleep) until a heartbeat
+  and a table read after it have succeeded, and the new table's lost buckets are
+  held for hand-off by then.
+* **Ownership**: the host's bucket must be one the node owns and serves
+  (``Ownership.is_ready``) at send time; otherwise the request is not sent and
+  ``Fenced`` is raised: the run loop puts the item back in its queue unfetched
+  (it travels with the bucket's hand-off); a robots.txt fetch is asked again by whoever gets the host.
+
+A request already on the wire when the node froze cannot be recalled: at most
+``fetch.concurrency`` of them, counted by nobody but the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import math
+from collections.abc import Callable, Mapping
+
+from webgather.errors import Fenced
+from webgather.fetch.model import FetchResult
+from webgather.runtime.clock import Clock
+from webgather.runtime.parts import HttpPort, NodeParts
+from webgather.urls import host_key
+
+__all__ = ["FencedHttp", "Lease", "fenced_parts"]
+
+log = logging.getLogger(__name__)
+
+RECHECK_S = 0.05
+"""A waiting request looks at the lease this often (besides being woken when it is renewed)."""
+
+
+class Lease:
+    """The node's own view of its membership lease (module docstring). Pure: every method takes ``now``."""
+
+    def __init__(self, lease_s: float, margin_s: float) -> None:
+        self.lease_s = lease_s
+        self.margin_s = margin_s
+        self.renewed_at = -math.inf
+        """Send time of the last heartbeat that succeeded (not yet confirmed by a table read)."""
+        self.confirmed_at = -math.inf
+        """Send time of the last heartbeat followed by a successful table read: the lease counts from here."""
+
+    def renewed(self, sent_at: float) -> None:
+        """A heartbeat sent at ``sent_at`` (monotonic, taken before sending) succeeded."""
+        self.renewed_at = max(self.renewed_at, sent_at)
+
+    def mark(self) -> float:
+        """Before a table read is sent: the renewal that read may confirm."""
+        return self.renewed_at
+
+    def table_read(self, mark: float) -> None:
+        """The table read that was sent after :meth:`mark` returned ``mark`` succeeded (and was adopted)."""
+        self.confirmed_at = max(self.confirmed_at, mark)
+
+    def expires_at(self) -> float:
+        return self.confirmed_at + self.lease_s - self.margin_s
+
+    def valid(self, now: float) -> bool:
+        """May a request start at ``now``?"""
+        return now < self.expires_at()
+
+
+class FencedHttp:
+    """The node's HTTP client behind the lease and ownership checks (module docstring)."""
+
+    def __init__(self, http: HttpPort, lease: Lease, clock: Clock, owns: Callable[[str], bool], node: str) -> None:
+        self.http = http
+        self.lease = lease
+        self.clock = clock
+        self.owns = owns
+        """``owns(host)``: is the host's bucket this node's to fetch now?"""
+        self.node = node
+        self.counts = {"lease_waits": 0, "fenced": 0}
+        self._renewed = asyncio.Event()
+        self._lapsed = False
+
+    def table_read(self, mark: float) -> None:
+        """A table read sent after ``lease.mark()`` returned ``mark`` succeeded and was adopted."""
+        self.lease.table_read(mark)
+        self._renewed.set()  # waiting requests look again
+
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult:
+        await self.admit(host_key(url))
+        if headers is None:
+            return await self.http.fetch(url)
+        return await self.http.fetch(url, headers=headers)
+
+    async def admit(self, host: str) -> None:
+        """Return when a request to ``host`` may start; raise :class:`Fenced` if the host is not ours."""
+        if not self.lease.valid(self.clock.monotonic()):
+            self.counts["lease_waits"] += 1
+            await self._wait_lease()
+        if not self.owns(host):
+            self.counts["fenced"] += 1
+            raise Fenced(f"node {self.node} no longer owns {host}: request not sent")
+
+    async def _wait_lease(self) -> None:
+        if not self._lapsed:
+            self._lapsed = True
+            log.warning("node %s: membership lease lapsed; no request starts until it is renewed", self.node)
+        while not self.lease.valid(self.clock.monotonic()):
+            self._renewed.clear()
+            try:
+                async with asyncio.timeout(RECHECK_S):
+                    await self._renewed.wait()
+            except TimeoutError:
+                pass
+        if self._lapsed:
+            self._lapsed = False
+            log.warning("node %s: membership lease renewed; requests resume", self.node)
+
+
+def fenced_parts(parts: NodeParts, lease: Lease, is_ready: Callable[[int], bool]) -> tuple[NodeParts, FencedHttp]:
+    """``parts`` whose HTTP client is fenced by ``lease`` and ``is_ready(bucket)`` (the node's ownership)."""
+    frontier = parts.frontier
+
+    def owns(host: str) -> bool:
+        bucket = frontier.bucket_of_host.get(host)
+        return is_ready(frontier.bucket_for(host) if bucket is None else bucket)
+
+    http = FencedHttp(parts.http, lease, parts.clock, owns, parts.node_id)
+    return dataclasses.replace(parts, http=http), http

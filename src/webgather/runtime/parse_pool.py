@@ -1,0 +1,210 @@
+"""HTML parsing with a deadline, off the event loop for any page that could be slow.
+
+Why: lexbor's time grows with the square of the tag-nesting depth (``<div>`` x 40,000:
+2 s; x 500,000, a 5.5 MB page: many minutes) and it holds the GIL, so a page parsed on
+the event loop froze fetching, flushing and signal handling alike (issue 13). A thread
+cannot be stopped in the middle of a C call; a process can be killed.
+
+The choice (measured on the 2-core development machine, shared, medians):
+
+* A pre-scan on the loop, :func:`parse_inline`, counts the ``<`` bytes (one C-speed pass,
+  about 2 ms on 5.5 MB, microseconds on an ordinary page). A page with at most
+  ``parse.inline_max_tags`` of them and at most ``parse.inline_max_bytes`` bytes is parsed
+  inline, as before: no copy, no hand-off. The bound holds for every shape because every
+  element costs at least one ``<``: the worst shapes measured at 2,000 tags (deep
+  ``<div>``, ``<ul><li>`` and ``<div><a>`` nesting, ``<a><b>`` misnesting, ``<table>``
+  foster-parenting) took 5-25 ms for the whole ``parse_page``.
+* Any other page goes to a parser process (:mod:`webgather.runtime.parse_worker`) over
+  pipes the loop reads and writes without blocking. One that takes over
+  ``parse.max_seconds`` ends as :data:`PARSE_TIMEOUT`: the process is killed (SIGKILL)
+  and a new one started for the next such page. ``parse.workers`` processes at most;
+  they start on first need, take back the CPUs the node's pin took away
+  (:mod:`webgather.runtime.affinity`), and are killed when the node closes. Should the
+  node itself be killed, each ends at end of input, or by its own alarm mid-parse.
+
+Why not every page to the pool: it costs a pickle and two pipe trips a page, and the
+parser process's CPU is not free. On the vs_scrapy web (8,152 pages, bench/node_ab.py,
+3 interleaved rounds, machine shared and loaded) ``inline_max_tags = 0`` took 1.59 x
+the CPU a page of the hybrid's (2.39 vs 1.20 ms; twice, 2.06 vs 1.13) and fewer pages/s
+(211 vs 403); the hybrid was within noise of the code before it (1.50 ms). A page that
+needs a worker pays that once; the 2nd core then parses while the loop fetches.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import pickle
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from webgather.config import ParseConfig
+from webgather.parse.links import ParsedPage, parse_page
+from webgather.parse.sitemap import SitemapDoc, parse_sitemap
+from webgather.runtime.parse_worker import HEADER
+
+__all__ = ["PARSE_FAILED", "PARSE_TIMEOUT", "ParseFailure", "ParsePool", "parse_inline"]
+
+log = logging.getLogger(__name__)
+
+PARSE_TIMEOUT = "parse_timeout"
+"""Crawl-log error kind: the page's parse passed ``parse.max_seconds``."""
+PARSE_FAILED = "parse_failed"
+"""Crawl-log error kind: the parser process died or could not start (not the deadline)."""
+START_TIMEOUT_S = 60.0
+"""A parser process that is not ready (imports done) by then counts as failed."""
+ALARM_MARGIN_S = 1.0
+"""The process's own alarm rings this long after the node's deadline: a backstop."""
+
+_SRC_ROOT = str(Path(__file__).resolve().parents[2])  # the tree this module came from
+_BOOT = (
+    f"import sys; sys.path.insert(0, {_SRC_ROOT!r}); "
+    "from webgather.runtime.parse_worker import main; sys.exit(main(sys.argv[1:]))"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ParseFailure:
+    """A page that was not parsed: ``kind`` is its crawl-log error kind."""
+
+    kind: str
+    detail: str
+
+
+def parse_inline(body: bytes, config: ParseConfig) -> bool:
+    """The pre-scan: is ``body`` small enough in bytes and tags to parse on the loop? Pure."""
+    return len(body) <= config.inline_max_bytes and body.count(b"<") <= config.inline_max_tags
+
+
+class _Worker:
+    """One parser process and its pipes."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+        assert proc.stdin is not None and proc.stdout is not None  # both are PIPE
+        self._stdin, self._stdout = proc.stdin, proc.stdout
+
+    async def call(self, request: bytes) -> ParsedPage | SitemapDoc:
+        self._stdin.write(HEADER.pack(len(request)))
+        self._stdin.write(request)
+        await self._stdin.drain()
+        (length,) = HEADER.unpack(await self._stdout.readexactly(HEADER.size))
+        page = pickle.loads(await self._stdout.readexactly(length))
+        if not isinstance(page, (ParsedPage, SitemapDoc)):
+            raise pickle.UnpicklingError(f"parser process sent a {type(page).__name__}")
+        return page
+
+    async def ready(self) -> None:
+        """Wait for the ready byte (the process's imports are done)."""
+        await self._stdout.readexactly(1)
+
+    def kill(self) -> None:
+        if self.proc.returncode is None:
+            try:
+                self.proc.kill()
+            except ProcessLookupError:  # it ended on its own a moment ago
+                pass
+
+
+class ParsePool:
+    """Parses HTML pages, inline or in parser processes; see the module docstring."""
+
+    def __init__(self, config: ParseConfig, cpus: frozenset[int] | None = None) -> None:
+        """``cpus``: the CPUs the parser processes may use (the node's mask before its pin)."""
+        self._config = config
+        self._cpus = ",".join(str(cpu) for cpu in sorted(cpus)) if cpus else ""
+        self._slots = asyncio.Semaphore(config.workers)
+        self._idle: list[_Worker] = []
+        self._live: set[_Worker] = set()
+        self._closed = False
+        self.started = 0
+        """Parser processes started so far."""
+
+    def pids(self) -> list[int]:
+        """Process ids of the parser processes alive now."""
+        return [w.proc.pid for w in self._live if w.proc.returncode is None]
+
+    async def parse(self, url: str, body: bytes, content_type: str | None, *,
+                    want_text: bool) -> ParsedPage | ParseFailure:
+        """:func:`webgather.parse.links.parse_page`, bounded by ``parse.max_seconds`` off the loop."""
+        if parse_inline(body, self._config):
+            return parse_page(url, body, content_type, want_text=want_text)
+        page = await self._in_worker(("page", (url, body, content_type, want_text)))
+        assert not isinstance(page, SitemapDoc)  # the worker answers a page with a page
+        return page
+
+    async def parse_sitemap(self, body: bytes) -> SitemapDoc | ParseFailure:
+        """:func:`webgather.parse.sitemap.parse_sitemap`, likewise. Its scan is linear, but in
+        up to 50 MB after gunzip (1.6 s for a 51 KB gzip of short lines): a gzip body, or
+        one over ``parse.inline_max_bytes``, goes to a parser process."""
+        if not body.startswith(b"\x1f\x8b") and len(body) <= self._config.inline_max_bytes:
+            return parse_sitemap(body)
+        doc = await self._in_worker(("sitemap", (body,)))
+        assert not isinstance(doc, ParsedPage)
+        return doc
+
+    async def _in_worker(self, request: tuple[str, tuple[object, ...]]) -> ParsedPage | SitemapDoc | ParseFailure:
+        payload = pickle.dumps(request, pickle.HIGHEST_PROTOCOL)
+        async with self._slots:
+            worker = self._idle.pop() if self._idle else await self._start()
+            if worker is None:
+                return ParseFailure(PARSE_FAILED, "parser process did not start")
+            return await self._call(worker, payload)
+
+    async def _call(self, worker: _Worker, request: bytes) -> ParsedPage | SitemapDoc | ParseFailure:
+        limit_s = self._config.max_seconds
+        try:
+            page = await asyncio.wait_for(worker.call(request), limit_s)
+        except TimeoutError:
+            await self._retire(worker)
+            return ParseFailure(PARSE_TIMEOUT, f"parse took over {limit_s:g} s")
+        except (OSError, EOFError, asyncio.IncompleteReadError, pickle.UnpicklingError) as exc:
+            code = await self._retire(worker)
+            kind = PARSE_TIMEOUT if code == -signal.SIGALRM else PARSE_FAILED
+            return ParseFailure(kind, f"parser process ended ({code}): {type(exc).__name__}")
+        except BaseException:  # cancelled (the node stops): the parse is abandoned
+            worker.kill()
+            raise
+        self._idle.append(worker)
+        return page
+
+    async def _start(self) -> _Worker | None:
+        if self._closed:
+            return None
+        alarm_s = self._config.max_seconds + ALARM_MARGIN_S
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-c", _BOOT, repr(alarm_s), self._cpus,
+                stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            )
+        except OSError as exc:
+            log.warning("cannot start a parser process: %s", exc)
+            return None
+        worker = _Worker(proc)
+        self._live.add(worker)
+        self.started += 1
+        try:
+            await asyncio.wait_for(worker.ready(), START_TIMEOUT_S)
+        except (TimeoutError, asyncio.IncompleteReadError) as exc:
+            log.warning("parser process %d did not start: %s", proc.pid, type(exc).__name__)
+            await self._retire(worker)
+            return None
+        return worker
+
+    async def _retire(self, worker: _Worker) -> int | None:
+        worker.kill()
+        code = await worker.proc.wait()
+        self._live.discard(worker)
+        return code
+
+    async def close(self) -> None:
+        """Kill every parser process and reap it. Parsing afterwards fails as PARSE_FAILED."""
+        self._closed = True
+        self._idle.clear()
+        for worker in list(self._live):
+            worker.kill()
+        for worker in list(self._live):
+            await worker.proc.wait()
+        self._live.clear()

@@ -1,0 +1,90 @@
+"""A Redis password never shows in a process's argv: ``crawl --workers`` over a password-protected Redis.
+
+The parent reads the URL from ``--redis-file``; its workers get it in their environment. While
+the crawl runs, this test reads ``/proc/PID/cmdline`` of every process of the tree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from pathlib import Path
+
+from cluster_crawl_helpers import cluster_config, small_web, write_toml
+from cluster_process_helpers import children
+
+from webgather.cluster.embedded import EmbeddedRedis
+from webgather.testweb import TestWebServer, WebModel
+
+SECRET = "s3cret-pw-7f1e"
+
+
+class PasswordRedis(EmbeddedRedis):
+    """The embedded Redis on loopback TCP with ``requirepass``."""
+
+    def _args(self) -> list[str]:
+        return [*super()._args(), "--requirepass", SECRET]
+
+    def _answers_ping(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port or 0), timeout=1.0) as sock:
+                sock.sendall(f"AUTH {SECRET}\r\nPING\r\n".encode())
+                reply = b""
+                while b"PONG" not in reply and len(reply) < 256:
+                    piece = sock.recv(64)
+                    if not piece:
+                        break
+                    reply += piece
+                return b"+PONG" in reply
+        except OSError:
+            return False
+
+
+def _argvs(pid: int) -> list[list[str]]:
+    found = []
+    for each in [pid, *children(pid)]:
+        try:
+            raw = Path(f"/proc/{each}/cmdline").read_bytes()
+        except OSError:
+            continue
+        found.append([part.decode(errors="replace") for part in raw.split(b"\0") if part])
+    return found
+
+
+async def test_workers_get_the_redis_password_outside_argv(tmp_path: Path) -> None:
+    params = small_web()
+    out = tmp_path / "crawl"
+    with PasswordRedis(tmp_path / "redis", tcp=True) as redis:
+        url_file = tmp_path / "redis.url"
+        url_file.write_text(f"redis://:{SECRET}@127.0.0.1:{redis.port}/0\n")
+        async with TestWebServer(WebModel(params)) as srv:
+            config = cluster_config(params, out, srv.write_resolve_file(tmp_path / "resolve.txt"))
+            toml = write_toml(config, tmp_path / "crawl.toml")
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "webgather", "crawl", srv.home_url(0), "--out", str(out), "--config", str(toml),
+                "--no-progress", "--workers", "2", "--redis-file", str(url_file), "--crawl", "secret-test",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+            seen: list[list[str]] = []
+            try:
+                async with asyncio.timeout(90):
+                    waiter = asyncio.ensure_future(proc.communicate())
+                    while not waiter.done():
+                        seen.extend(_argvs(proc.pid))
+                        await asyncio.sleep(0.05)
+                    output = (await waiter)[0].decode(errors="replace")
+            finally:
+                if proc.returncode is None:
+                    for pid in [*children(proc.pid), proc.pid]:
+                        try:
+                            os.kill(pid, signal.SIGKILL)
+                        except ProcessLookupError:
+                            pass
+                    await proc.wait()
+    assert proc.returncode == 0, output
+    workers = {tuple(a) for a in seen if "node" in a and "--node-id" in a}
+    assert {a[a.index("--node-id") + 1] for a in workers} == {"w0", "w1"}, seen
+    assert not [a for a in seen if any(SECRET in part for part in a)]
+    assert SECRET not in output
