@@ -30,10 +30,12 @@ from webgather.buckets import MAX_BUCKETS, bucket_of
 from webgather.cachepolicy import make_cache
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.errors import ConfigError, FrontierError
+from webgather.frontier.adopt import adopt_clock
 from webgather.frontier.batch import hosts_of, item_fingerprints
 from webgather.frontier.bucket import BucketState, HostClock
 from webgather.frontier.cash import CashBook
 from webgather.frontier.model import CrawlItem
+from webgather.frontier.parked import Parked
 from webgather.frontier.persist import Persistence, open_persistent
 from webgather.frontier.policy import Politeness
 from webgather.frontier.queues import HostQueues, MemoryQueues
@@ -61,6 +63,7 @@ class Frontier:
         self.accepted: dict[str, int] = {}
         self.in_flight_items: dict[int, str] = {}
         self._released: set[int] = set()  # in flight, but their hosts were released
+        self.parked = Parked(self._requeue)  # retries waiting for their time: in flight for the queues
         self.queued = 0
         self.dropped_by_host_cap = 0
         self.resumed_in_flight = 0
@@ -127,9 +130,10 @@ class Frontier:
         (``math.inf`` when nothing is queued, or everything queued waits for a
         request in flight). Call again after ``add``/``complete``/``retry``/``defer_host``."""
         self._touch(now)
+        self.parked.release_due(now)
         host, wake_at = self.policy.next_ready(now)
         if host is None:
-            return None, wake_at
+            return None, min(wake_at, self.parked.due_at())
         item, head = self.queues.pop(host)
         self.policy.set_head(host, head, now)
         self.in_flight_items[item.fp] = host
@@ -152,7 +156,7 @@ class Frontier:
         if item.fp in self._released:
             self._released.discard(item.fp)
         else:
-            self.policy.complete(host, now, response_time_s, error, retry_after_s, skipped=skipped)
+            self.policy.complete(host, now, response_time_s, error, retry_after_s, skipped=skipped, again=item.attempt > 0)
         self._commit()
 
     def release_host(self, item: CrawlItem, now: float, *, response_time_s: float | None = None,
@@ -164,21 +168,29 @@ class Frontier:
         if host is None or item.fp in self._released:
             raise FrontierError(f"{item.url!r} is not in flight, or its host was released already")
         self._released.add(item.fp)
-        self.policy.complete(host, now, response_time_s, error, retry_after_s)
+        self.policy.complete(host, now, response_time_s, error, retry_after_s, again=item.attempt > 0)
 
-    def retry(self, item: CrawlItem, now: float, *, not_before: float, error: bool = True) -> None:
-        """Like :meth:`complete`, but ``item`` goes back to its place at the head of
-        its host's queue with ``attempt + 1``, and the host waits until ``not_before``."""
+    def retry(self, item: CrawlItem, now: float, *, not_before: float, error: bool = True,
+              retry_after_s: float | None = None) -> None:
+        """Like :meth:`complete` for the host's clock, but ``item`` is parked (:mod:`.parked`) and goes
+        back to its place in its host's queue with ``attempt + 1`` at ``not_before``. ``error=False``
+        (no request failed): it goes back at once, and the host waits until ``not_before``."""
         self._touch(now)
-        if item.fp in self._released:
-            raise FrontierError(f"{item.url!r}: a released item can only be completed")
-        host = self._take_in_flight(item)
+        if item.fp in self._released or (host := self.in_flight_items.get(item.fp)) is None:
+            raise FrontierError(f"{item.url!r} is not in flight, or was released (only completed then)")
+        self.policy.complete(host, now, None, error, retry_after_s, not_before=None if error else not_before, again=item.attempt > 0)
+        if error and not_before > now:  # due after the host's next request, not with it: see .parked
+            self.parked.park(max(not_before, self.policy.turn_after_next(host)), host, item)
+        else:
+            self._requeue(host, item, now)
+
+    def _requeue(self, host: str, item: CrawlItem, now: float) -> None:
+        self._take_in_flight(item)
         _, head = self.queues.finish(host, item, True)
         if self.cash is not None and (cash := self.cash.table.get(item.fp)) is not None:
             head = self.queues.reprioritize(host, item.fp, -cash)  # what links brought while it was in flight
         self.queued += 1
         self.policy.set_head(host, head, now)
-        self.policy.complete(host, now, None, error, None, not_before=not_before)
         self._commit()
 
     # -- host controls ---------------------------------------------------------------
@@ -244,7 +256,7 @@ class Frontier:
             if host not in self.bucket_of_host:
                 self._new_bucket(host)
         for clock in state.hosts:
-            self._adopt_clock(clock, now)
+            adopt_clock(self.policy, self.accepted, self.persist, clock, now)
         keys = np.asarray(state.seen_keys, dtype=np.uint64)
         fps = item_fingerprints(state.items)
         item_keys = seen_keys(np.full(len(fps), state.bucket, dtype=np.uint64), fps)
@@ -256,17 +268,6 @@ class Frontier:
         count = len(self._enqueue(pairs, now, cap=False))
         self._commit()
         return count
-
-    def _adopt_clock(self, clock: HostClock, now: float) -> None:
-        st = self.policy.state(clock.host)
-        st.crawl_delay_s, st.errors = clock.crawl_delay_s, clock.errors
-        if clock.ip is not None:
-            self.policy.set_host_ip(clock.host, clock.ip, now)
-        self.policy.defer(clock.host, max(st.next_allowed_at, now + clock.wait_s), now)
-        if clock.accepted:
-            self.accepted[clock.host] = max(self.accepted.get(clock.host, 0), clock.accepted)
-            if self.persist is not None:
-                self.persist.accepted(clock.host, self.accepted[clock.host])
 
     def drop_bucket(self, bucket: int) -> int:
         """Forget the bucket: its queued items, seen keys and idle hosts. Returns items removed.
@@ -290,11 +291,11 @@ class Frontier:
     # -- state ---------------------------------------------------------------------------
 
     def pending(self) -> int:
-        """Items queued and not in flight."""
-        return self.queued
+        """Items queued or parked for a retry, not being fetched."""
+        return self.queued + len(self.parked)
 
     def in_flight(self) -> int:
-        return len(self.in_flight_items)
+        return len(self.in_flight_items) - len(self.parked)
 
     def is_done(self) -> bool:
         """Nothing queued and nothing in flight."""
@@ -303,7 +304,7 @@ class Frontier:
     def stats(self) -> dict[str, int | float]:
         """Counters for progress displays and tests (O(hosts): call it at human rates)."""
         out: dict[str, int | float] = {
-            "queued": self.queued, "in_flight": len(self.in_flight_items), "seen": len(self.seen),
+            "queued": self.pending(), "in_flight": self.in_flight(), "seen": len(self.seen),
             "cache_hits": self.seen.hits, "cache_lookups": self.seen.lookups,
             "dropped_by_host_cap": self.dropped_by_host_cap, "resumed_in_flight": self.resumed_in_flight,
             "queued_in_memory": getattr(self.queues, "in_memory", self.queued),

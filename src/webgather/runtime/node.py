@@ -239,12 +239,11 @@ class CrawlNode:
         if decision.retry:
             self.stats.retries += 1
             await parts.writer.write(result, log_entry(item, result, decision, self.node_id, 0), None)
-            backoff = parts.config.politeness.backoff_base_s * (2 ** item.attempt)
-            parts.frontier.retry(item, now, not_before=now + max(decision.not_before_s, backoff))
+            parts.frontier.retry(item, now, not_before=now + decision.retry_in_s, retry_after_s=decision.retry_after_s)
             return
         # The host may go again now; the page itself completes once its links and log line are stored.
         parts.frontier.release_host(item, now, response_time_s=result.elapsed_s, error=decision.host_error,
-                                    retry_after_s=decision.not_before_s or None)
+                                    retry_after_s=decision.retry_after_s)
         self._wakeup.set()
         extracted, decision = await extract_parsed(parts.parser, item, result, decision, parts.scope, self._host_fp,
                                                    self._routed, want_text=self._hooks is not None, opic=self._opic)
