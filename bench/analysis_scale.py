@@ -27,7 +27,7 @@ import numpy as np
 from webgather.analysis import AnalysisOptions, FetchTable, analyze, write_report
 from webgather.analysis.fetchlog import KINDS
 from webgather.linkgraph import LinkGraph
-from webgather.runtime.clock import SystemClock
+from webgather.clock import SystemClock
 
 SAME_HOST_SHARE = 0.8
 UNFETCHED_SHARE = 0.1

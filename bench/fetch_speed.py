@@ -29,7 +29,7 @@ import uvloop
 from webgather.config import FetchConfig
 from webgather.fetch.http import HttpClient
 from webgather.fetch.resolver import Resolver
-from webgather.runtime.clock import SystemClock
+from webgather.clock import SystemClock
 
 
 def page(body_bytes: int, compress: bool) -> bytes:

@@ -22,7 +22,7 @@ import time
 from webgather.config import FetchConfig
 from webgather.fetch.http import HttpClient
 from webgather.fetch.resolver import Resolver
-from webgather.runtime.clock import SystemClock
+from webgather.clock import SystemClock
 
 
 def nested_body(layers: int, zeros_bytes: int) -> bytes:

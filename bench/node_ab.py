@@ -49,7 +49,15 @@ def crawl_command(variant: Variant, seed: str, resolve: Path, config: Path, scra
     code = f"import sys; sys.path.insert(0, {str(variant.tree)!r}); from webgather.cli import main; sys.exit(main())"
     return [sys.executable, "-c", code, "crawl", seed, "--out", str(scratch / "out"), "--resolve", str(resolve),
             "--delay", "0", "--concurrency", str(concurrency), "--scope", "domains", "--domain", vs.DOMAIN,
-            "--config", str(config), "--no-progress", *variant.extra]
+            "--config", str(config), "--no-progress", *_loopback_allowed(variant.tree), *variant.extra]
+
+
+def _loopback_allowed(tree: Path) -> list[str]:
+    """The bench web is on loopback: trees with the destination guard must be told to allow it
+    (older trees do not know the option)."""
+    sections = tree / "webgather" / "config" / "sections.py"
+    known = sections.exists() and "allow_addresses" in sections.read_text()
+    return ["--allow-address", "127.0.0.0/8"] if known else []
 
 
 def run_variant(variant: Variant, args: argparse.Namespace, seed: str, resolve: Path, config: Path) -> vs.Run:

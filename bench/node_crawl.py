@@ -24,7 +24,7 @@ from pathlib import Path
 
 from webgather.commands.crawl import run_main_job
 from webgather.config import CrawlConfig
-from webgather.runtime.clock import SystemClock
+from webgather.clock import SystemClock
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.closure import NOT_FETCHED, crawl_outcomes
 from webgather.testweb.graph import WebModel

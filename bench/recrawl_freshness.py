@@ -76,8 +76,9 @@ import numpy as np
 from warcio.archiveiterator import ArchiveIterator
 
 from webgather.config import CrawlConfig, RecrawlConfig
-from webgather.recrawl.cycle import run_cycle, state_path
-from webgather.runtime.clock import SystemClock
+from webgather.recrawl.state import state_path
+from webgather.runtime.recrawl_cycle import run_cycle
+from webgather.clock import SystemClock
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import FaultRates, WebParams, crawl_config_for
 from webgather.testweb.paths import content_index

@@ -24,7 +24,7 @@ from typing import TypeVar
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from webgather.runtime.clock import SystemClock
+from webgather.clock import SystemClock
 from webgather.sim import cache
 from webgather.sim.des import CrawlParams, page_costs, simulate
 from webgather.sim.partition import host_owner, keys_of

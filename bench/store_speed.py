@@ -33,7 +33,8 @@ from webgather.fetch.model import FetchResult
 from webgather.store import gzmember
 from webgather.store import warc as warc_module
 from webgather.store.crawllog import CrawlLog
-from webgather.store.linklog import EDGE_DTYPE, LinkLog, read_link_graph
+from webgather.store.graphread import read_link_graph
+from webgather.store.linklog import EDGE_DTYPE, LinkLog
 from webgather.store.warc import Archive
 from webgather.store.writer import ArchiveWriter, _Job
 from webgather.urls import fingerprint, host_key

@@ -5,7 +5,7 @@ parallel ``int64`` arrays ``src -> dst`` (duplicates allowed unless a producer
 says otherwise). ``fetched`` marks pages whose out-links are known (a crawl's
 link log knows links to pages it never fetched). Producers:
 :meth:`webgather.testweb.graph.WebModel.link_graph` (the synthetic web, no
-HTTP) and :func:`webgather.store.linklog.read_link_graph` (a crawl's link log).
+HTTP) and :func:`webgather.store.graphread.read_link_graph` (a crawl's link log).
 """
 
 from __future__ import annotations

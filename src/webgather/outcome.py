@@ -24,8 +24,6 @@ __all__ = ["Decision", "decide"]
 class Decision:
     retry: bool = False
     """Requeue the item (attempt + 1) instead of recording a final fetch."""
-    not_before_s: float = 0.0
-    """For retries and for the host: wait at least this long (Retry-After)."""
     redirect_to: str | None = None
     """Canonical redirect target to route as a new URL."""
     error: str | None = None
@@ -34,15 +32,23 @@ class Decision:
     """"page" or "sitemap" when the body is to be parsed."""
     host_error: bool = False
     """The host misbehaved (5xx, 429, network): back it off."""
+    retry_after_s: float | None = None
+    """For retries and for the host: the server's Retry-After (429/503, clamped to
+    ``retry_after_max_s``); None when it sent none (a value of 0 is kept: "now")."""
+    retry_in_s: float = 0.0
+    """For retries: how long the URL itself waits before its next attempt: the server's
+    Retry-After when it sent one, else ``backoff_base_s * 2**attempt`` capped at ``backoff_max_s``
+    (its host meanwhile goes on with its other URLs: see :mod:`webgather.frontier.policy`)."""
 
 
 def decide(item: CrawlItem, result: FetchResult, config: CrawlConfig, now_wall: float) -> Decision:
     """The contract's rules for one result of one attempt of ``item``."""
     status, error = result.status, result.error
     transient = is_transient(result)
-    wait_s = retry_after_s(result, now_wall, max_s=config.politeness.retry_after_max_s) or 0.0
+    after_s = retry_after_s(result, now_wall, max_s=config.politeness.retry_after_max_s)
     if transient and item.attempt < config.fetch.max_retries:
-        return Decision(retry=True, not_before_s=wait_s, error=error, host_error=True)
+        return Decision(retry=True, error=error, host_error=True, retry_after_s=after_s,
+                        retry_in_s=_retry_in_s(item.attempt, after_s, config))
     if status in REDIRECT_STATUSES and error is None:
         return _redirect(item, result, config)
     parse = None
@@ -51,7 +57,14 @@ def decide(item: CrawlItem, result: FetchResult, config: CrawlConfig, now_wall: 
             parse = "sitemap"
         elif result.content_type in config.fetch.parse_content_types:
             parse = "page"
-    return Decision(not_before_s=wait_s, error=error, parse=parse, host_error=transient)
+    return Decision(error=error, parse=parse, host_error=transient, retry_after_s=after_s)
+
+
+def _retry_in_s(attempt: int, after_s: float | None, config: CrawlConfig) -> float:
+    if after_s is not None:
+        return after_s
+    politeness = config.politeness
+    return float(min(politeness.backoff_base_s * 2.0 ** min(attempt, 62), politeness.backoff_max_s))
 
 
 def _redirect(item: CrawlItem, result: FetchResult, config: CrawlConfig) -> Decision:

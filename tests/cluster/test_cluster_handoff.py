@@ -7,7 +7,7 @@ from webgather.cluster.inprocess import InProcessHub
 from webgather.cluster.mapping import initial, plan_join
 from webgather.cluster.membership import Coordinating, dead_nodes, recoveries_due
 from webgather.cluster.transport import Delivery
-from webgather.runtime.clock import FakeClock
+from webgather.clock import FakeClock
 
 
 def _d(bucket: int, i: int = 1) -> Delivery:

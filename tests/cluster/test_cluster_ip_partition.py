@@ -18,7 +18,7 @@ from webgather.cluster.mapping import bucket_of
 from webgather.cluster.router import Router
 from webgather.fetch.resolver import Resolver, load_resolve_file
 from webgather.frontier.model import CrawlItem
-from webgather.runtime.clock import FakeClock
+from webgather.clock import FakeClock
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
 from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl, submit_seeds
 from webgather.testweb import TestWebServer, WebModel, closure, max_in_flight

@@ -6,7 +6,7 @@ from webgather.cluster.inprocess import InProcessHub
 from webgather.cluster.mapping import initial
 from webgather.cluster.membership import Coordinating
 from webgather.cluster.outage import Outage
-from webgather.runtime.clock import FakeClock
+from webgather.clock import FakeClock
 
 
 def test_one_line_when_the_backend_goes_and_one_when_it_is_back() -> None:

@@ -10,7 +10,7 @@ from webgather.cluster.mapping import bucket_of
 from webgather.cluster.router import Router
 from webgather.cluster.wire import UrlBatch, decode
 from webgather.frontier.model import CrawlItem
-from webgather.runtime.clock import FakeClock
+from webgather.clock import FakeClock
 from webgather.urls import fingerprint
 
 M = 16

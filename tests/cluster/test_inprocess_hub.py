@@ -8,7 +8,7 @@ import pytest
 
 from webgather.cluster.inprocess import InProcessHub
 from webgather.errors import ClusterError
-from webgather.runtime.clock import FakeClock
+from webgather.clock import FakeClock
 
 
 def test_hub_checks_its_bucket_count() -> None:

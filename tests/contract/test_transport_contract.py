@@ -24,7 +24,7 @@ from webgather.errors import ClusterError, IncompatibleCrawl
 from webgather.frontier.bucket import BucketState, HostClock
 from webgather.frontier.model import CrawlItem
 from webgather.frontier.seen import seen_key
-from webgather.runtime.clock import FakeClock
+from webgather.clock import FakeClock
 from webgather.urls import fingerprint
 
 from process_helpers import own_redis_servers

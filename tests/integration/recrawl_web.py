@@ -10,7 +10,7 @@ from pathlib import Path
 
 from webgather.cluster.mapping import bucket_of, initial
 from webgather.config import CrawlConfig, RecrawlConfig
-from webgather.runtime.clock import SystemClock
+from webgather.clock import SystemClock
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import FaultRates, WebParams, crawl_config_for
 from webgather.testweb.server import TestWebServer

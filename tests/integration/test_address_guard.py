@@ -16,7 +16,7 @@ import pytest
 from webgather.config import CrawlConfig, FetchConfig, PolitenessConfig, RobotsConfig, ScopeConfig
 from webgather.fetch.http import HttpClient
 from webgather.fetch.resolver import Resolver
-from webgather.runtime.clock import SystemClock
+from webgather.clock import SystemClock
 from webgather.runtime.crawl import run_crawl
 from webgather.store.crawllog import read_crawl_log
 from webgather.urls import canonicalize

@@ -10,6 +10,8 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from webgather.config import to_toml
 from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.graph import WebModel
@@ -30,7 +32,8 @@ async def _crawl_process(seed: str, out: Path, config_file: Path) -> asyncio.sub
     )
 
 
-async def test_kill_9_and_resume_loses_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("order", ["bfs", "opic"])
+async def test_kill_9_and_resume_loses_nothing(tmp_path: Path, order: str) -> None:
     model = WebModel(WebParams.for_tests())
     rng = random.Random(20261122)
     out = tmp_path / "out"
@@ -38,7 +41,8 @@ async def test_kill_9_and_resume_loses_nothing(tmp_path: Path) -> None:
         config = crawl_config(
             crawl_config_for(model.params), out, write_resolve(server, tmp_path), min_delay_s=0.03,
         )
-        config = replace(config, fetch=replace(config.fetch, concurrency=CONCURRENCY))
+        config = replace(config, fetch=replace(config.fetch, concurrency=CONCURRENCY),
+                         frontier=replace(config.frontier, order=order))
         config_file = tmp_path / "crawl.toml"
         config_file.write_text(to_toml(config))
         seed = server.home_url(0)

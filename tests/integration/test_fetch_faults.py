@@ -29,7 +29,7 @@ from webgather.fetch.model import FetchResult
 from webgather.fetch.redirects import redirect_target
 from webgather.fetch.resolver import Resolver
 from webgather.fetch.retry import should_retry
-from webgather.runtime.clock import SystemClock
+from webgather.clock import SystemClock
 
 Writer = asyncio.StreamWriter
 Route = Callable[[Writer], Awaitable[bool]]

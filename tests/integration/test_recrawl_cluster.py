@@ -18,7 +18,7 @@ from webgather.cluster.inprocess import InProcessHub
 from webgather.cluster.mapping import bucket_of, initial
 from webgather.cluster.status import merge_recrawl
 from webgather.config import ClusterConfig, CrawlConfig
-from webgather.recrawl.cycle import state_path
+from webgather.recrawl.state import state_path
 from webgather.recrawl.state import UrlState
 from webgather.runtime.cluster_crawl import run_cluster_node, start_cycle
 from webgather.runtime.cluster_node import ClusterNode

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from webgather.config import ClusterConfig, to_toml
-from webgather.recrawl.cycle import state_path
+from webgather.recrawl.state import state_path
 from webgather.recrawl.state import UrlState
 from webgather.testweb.server import TestWebServer
 

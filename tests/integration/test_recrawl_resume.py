@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from webgather.config import to_toml
-from webgather.recrawl.cycle import state_path
+from webgather.recrawl.state import state_path
 from webgather.recrawl.state import UrlState
 from webgather.runtime.crawl import run_crawl
 from webgather.store.crawllog import read_crawl_log

@@ -1,4 +1,4 @@
-"""Size budgets, layering and strict typing of src/webgather, checked on every run."""
+"""Size budgets and strict typing of src/webgather, checked on every run (layering: test_layers.py)."""
 
 from __future__ import annotations
 
@@ -12,20 +12,6 @@ import webgather
 SRC = Path(webgather.__file__).parent
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 40
-
-# Data flows one way: a package never imports one downstream of it.
-FORBIDDEN_IMPORTS = {
-    "frontier": {"fetch", "parse", "store", "runtime", "analysis", "sim", "recrawl"},
-    "parse": {"store", "frontier", "runtime", "cluster", "fetch"},
-    "robots": {"store", "frontier", "runtime", "cluster", "fetch"},
-    "fetch": {"parse", "store", "frontier", "runtime", "cluster"},
-    "store": {"frontier", "runtime", "cluster", "parse"},
-    "analysis": {"runtime", "fetch", "frontier", "cluster"},
-}
-
-LEAF_MODULES = {"webgather.runtime.clock"}
-"""Imported from everywhere: the only module that reads the system clock."""
-
 
 def _modules() -> list[Path]:
     return sorted(SRC.rglob("*.py"))
@@ -43,22 +29,6 @@ def test_modules_and_functions_stay_small() -> None:
                 if length > MAX_FUNCTION_LINES:
                     too_long.append(f"{path.relative_to(SRC)}:{node.lineno} {node.name} ({length} lines)")
     assert too_big == [] and too_long == []
-
-
-def test_no_package_imports_one_downstream_of_it() -> None:
-    wrong = []
-    for path in _modules():
-        parts = path.relative_to(SRC).parts
-        if len(parts) < 2 or parts[0] not in FORBIDDEN_IMPORTS:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("webgather."):
-                if node.module in LEAF_MODULES:
-                    continue
-                target = node.module.split(".")[1]
-                if target in FORBIDDEN_IMPORTS[parts[0]]:
-                    wrong.append(f"{'/'.join(parts)} imports webgather.{target}")
-    assert wrong == []
 
 
 def test_source_passes_mypy_strict() -> None:

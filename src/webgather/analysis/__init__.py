@@ -2,7 +2,7 @@
 
 Inputs: a crawl directory (one node, or a cluster's ``DIR/nodes/*``): its
 link log as a :class:`webgather.linkgraph.LinkGraph` (read by
-:func:`webgather.store.linklog.read_link_graph`) and its crawl logs (read by
+:func:`webgather.store.graphread.read_link_graph`) and its crawl logs (read by
 :func:`webgather.store.crawllog.read_crawl_log`); or a ``LinkGraph`` built
 directly (the synthetic web, ``bench/analysis_scale.py``). Outputs: an
 :class:`Analysis` record with every figure, a one-page text summary,

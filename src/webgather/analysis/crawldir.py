@@ -2,7 +2,7 @@
 
 :func:`load_crawl` reads one node's directory or a cluster's ``DIR/nodes/*``
 (every ``crawl.log.jsonl`` and link log below ``DIR``): the link graph
-through :func:`webgather.store.linklog.read_link_graph`, the crawl logs
+through :func:`webgather.store.graphread.read_link_graph`, the crawl logs
 through :func:`webgather.store.crawllog.read_crawl_log` into one
 :class:`~webgather.analysis.fetchlog.FetchTable` (an entry without ``node``
 is credited to its directory's name).
@@ -26,7 +26,7 @@ from webgather.analysis.run import Analysis
 from webgather.errors import AnalysisError
 from webgather.linkgraph import LinkGraph
 from webgather.store.crawllog import CRAWL_LOG_NAME, read_crawl_log
-from webgather.store.linklog import read_link_graph
+from webgather.store.graphread import read_link_graph
 
 __all__ = ["crawl_logs", "load_crawl", "write_report"]
 

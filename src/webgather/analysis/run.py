@@ -6,7 +6,7 @@ optionally its :class:`~webgather.analysis.fetchlog.FetchTable`, and
 figure. Randomness (BFS sources, sampled fits, the order in which trawling
 adds fans) comes from ``numpy.random.default_rng((seed, stage))``, so one
 stage's draws never shift another's. Stage wall times are recorded when a
-``timer`` (e.g. :meth:`webgather.runtime.clock.SystemClock.monotonic`) is
+``timer`` (e.g. :meth:`webgather.clock.SystemClock.monotonic`) is
 given; this module never reads the clock itself.
 """
 

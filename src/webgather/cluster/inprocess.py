@@ -9,8 +9,8 @@ counters and the shared host addresses. Every node gets its own :class:`InProces
 
 Semantics are those of :mod:`webgather.cluster.transport` (the contract suite
 holds both backends to them). Idle times, heartbeat and lease expiry read the
-hub's injected :class:`~webgather.runtime.clock.Clock`, so a test with a
-:class:`~webgather.runtime.clock.FakeClock` moves time with ``advance``.
+hub's injected :class:`~webgather.clock.Clock`, so a test with a
+:class:`~webgather.clock.FakeClock` moves time with ``advance``.
 ``receive(block_s=...)`` waits on the event loop's own timer (the wait is real
 time, it is woken by any ``send``). All methods run on one event loop; nothing
 is shared across threads. State lives in memory only: it ends with the process.
@@ -27,7 +27,7 @@ from webgather.cluster import _common as common
 from webgather.cluster.mapping import DEFAULT_BUCKETS, MAX_BUCKETS, BucketTable
 from webgather.cluster.transport import Delivery
 from webgather.errors import ClusterError
-from webgather.runtime.clock import Clock, SystemClock
+from webgather.clock import Clock, SystemClock
 
 __all__ = ["InProcessCoordinator", "InProcessHub", "InProcessTransport"]
 

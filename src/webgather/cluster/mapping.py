@@ -34,8 +34,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from webgather.buckets import DEFAULT_BUCKETS, MAX_BUCKETS, bucket_of
 from webgather.errors import ClusterError, ConfigError
-from webgather.urls import fingerprint
 
 __all__ = [
     "DEFAULT_BUCKETS",
@@ -48,15 +48,6 @@ __all__ = [
     "plan_leave",
     "plan_membership",
 ]
-
-DEFAULT_BUCKETS = 4096
-MAX_BUCKETS = 4096
-"""Seen-set keys carry the bucket in their top 12 bits (see frontier.seen)."""
-
-
-def bucket_of(partition_key: str, n_buckets: int = DEFAULT_BUCKETS) -> int:
-    """Bucket of a partition key (a host key, or an IP address with --partition-by ip)."""
-    return fingerprint(partition_key) % n_buckets
 
 
 @dataclass(frozen=True)

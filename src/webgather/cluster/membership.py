@@ -46,7 +46,7 @@ from typing import Any
 
 from webgather.cluster.mapping import BucketTable, initial, plan_leave, plan_membership
 from webgather.cluster.transport import Coordinator
-from webgather.runtime.clock import Clock
+from webgather.clock import Clock
 
 __all__ = ["ALIVE", "Coordinating", "NodeInfo", "dead_nodes", "recoveries_due"]
 

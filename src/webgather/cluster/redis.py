@@ -70,7 +70,7 @@ from webgather.cluster._redis_keys import Keys, redact_url
 from webgather.cluster.mapping import DEFAULT_BUCKETS, MAX_BUCKETS, BucketTable
 from webgather.cluster.transport import Delivery
 from webgather.errors import BackendBusy, BackendUnavailable, ClusterError
-from webgather.runtime.clock import Clock, SystemClock
+from webgather.clock import Clock, SystemClock
 
 __all__ = ["GROUP", "RedisBackend", "RedisCoordinator", "RedisTransport", "redact_url"]
 

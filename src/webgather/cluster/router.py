@@ -17,7 +17,8 @@ stream keeps them in order behind the hand-off.
 A sender-side cache of recently sent URL fingerprints (:mod:`webgather.cachepolicy`,
 CLOCK or LRU; the URL-caching study) is consulted before a cross URL is
 buffered: a hit means this node sent that URL recently, and the owner's
-seen-test would only drop it again, so it costs no bytes. ``stats`` counts
+seen-test would only drop it again, so it costs no bytes (an item carrying OPIC
+cash, ``priority < 0``, skips the cache: its cash is credited). ``stats`` counts
 messages, URLs and bytes sent, URLs kept local and URLs the cache saved.
 
 Crash safety (the page barrier): a page's completion must not be committed
@@ -52,7 +53,7 @@ from webgather.cluster.transport import UrlTransport
 from webgather.cluster.wire import encode_batch
 from webgather.errors import BackendUnavailable, ClusterError
 from webgather.frontier.model import CrawlItem
-from webgather.runtime.clock import Clock
+from webgather.clock import Clock
 from webgather.urls import host_key
 
 __all__ = ["Router", "RouterStats", "send_many", "send_retrying"]
@@ -188,7 +189,7 @@ class Router:
         return self.add_local(local, now) if local else []
 
     def _buffer(self, bucket: int, item: CrawlItem, mark: int) -> bool:
-        if self.cache is not None and self.cache.access(item.fp):
+        if self.cache is not None and item.priority >= 0.0 and self.cache.access(item.fp):  # OPIC cash must travel
             self.stats.cache_saved += 1
             return False
         buffer = self._buffers.get(bucket)

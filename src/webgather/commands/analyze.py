@@ -40,7 +40,7 @@ def register(sub: Any) -> None:
 
 def _main(args: argparse.Namespace) -> int:
     from webgather.analysis import AnalysisOptions, analyze, load_crawl, summary_text, write_report
-    from webgather.runtime.clock import SystemClock
+    from webgather.clock import SystemClock
 
     if args.interval_s is not None and not args.interval_s > 0:
         raise ConfigError(f"--interval-s must be > 0, not {args.interval_s}")

@@ -19,7 +19,7 @@ from typing import Any
 
 from webgather.commands.crawl import print_summary, run_main_job
 from webgather.errors import ConfigError
-from webgather.runtime.clock import SystemClock
+from webgather.clock import SystemClock
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.closure import NOT_FETCHED, crawl_outcomes
 from webgather.testweb.graph import WebModel

@@ -141,7 +141,7 @@ def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[
     if args.workers:
         extra = ["--concurrency", str(args.concurrency)] if args.concurrency else []
         if continuous:
-            from webgather.commands.recrawl import print_cycle
+            from webgather.commands.report import print_cycle
 
             cycles = Cycles(continuous=True, max_cycles=args.max_cycles, on_cycle=print_cycle)
             summary = run_workers(config, seeds, workers=args.workers, redis_url=args.redis, crawl=args.crawl,

@@ -16,31 +16,18 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
+from webgather.commands.options import add_crawl_options, add_recrawl_options, config_from_args
+from webgather.commands.report import print_cycle
 from webgather.config import CrawlConfig
 from webgather.errors import ConfigError
 from webgather.store.outdir import prepare_out_dir
 
-__all__ = ["add_recrawl_options", "parse_duration", "print_cycle", "recrawl_cli", "register", "run_continuous_main"]
-
-_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds from ``90``, ``90s``, ``30m``, ``6h``, ``1.5d`` or ``1w``."""
-    match = _DURATION.match(text)
-    if match is None or float(match.group(1)) <= 0:
-        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 90s, 30m, 6h, 1d)")
-    return float(match.group(1)) * _UNITS[match.group(2) or "s"]
-
+__all__ = ["register", "run_continuous_main"]
 
 def register(sub: Any) -> None:
-    from webgather.commands.crawl import add_crawl_options
-
     parser = sub.add_parser("recrawl", help="run one more re-crawl cycle over the crawl in DIR")
     parser.add_argument("dir", metavar="DIR", help="output directory of an earlier crawl")
     add_crawl_options(parser)
@@ -57,36 +44,10 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=_main)
 
 
-def add_recrawl_options(parser: argparse.ArgumentParser, *, continuous: bool = False) -> None:
-    add = parser.add_argument
-    if continuous:
-        add("--continuous", action="store_true", help="keep re-crawling the collection in --out, one cycle per --cycle")
-        add("--max-cycles", type=int, default=None, help="with --continuous: stop after this many cycles")
-    add("--cycle", type=parse_duration, default=None, metavar="DURATION", help="cycle length (e.g. 6h, 1d)")
-    add("--policy", choices=["uniform", "proportional", "optimal"], default=None, help="revisit policy")
-    add("--budget", type=int, default=None, help="page fetches per cycle (revisits and new URLs)")
-    add("--new-share", type=float, default=None, help="share of the budget kept for never-seen URLs")
-    add("--no-conditional", action="store_true", help="no If-None-Match / If-Modified-Since")
-    add("--no-dedup", action="store_true", help="store unchanged payloads again instead of revisit records")
-
-
-def recrawl_cli(args: argparse.Namespace) -> dict[str, Any]:
-    """The re-crawl settings given on the command line (None: not given)."""
-    return {
-        "recrawl.cycle_s": getattr(args, "cycle", None),
-        "recrawl.policy": getattr(args, "policy", None),
-        "recrawl.budget_per_cycle": getattr(args, "budget", None),
-        "recrawl.new_url_share": getattr(args, "new_share", None),
-        "recrawl.conditional_get": False if getattr(args, "no_conditional", False) else None,
-        "recrawl.dedup": False if getattr(args, "no_dedup", False) else None,
-    }
-
-
 def _main(args: argparse.Namespace) -> int:
     import uvloop
 
-    from webgather.commands.crawl import config_from_args
-    from webgather.recrawl.cycle import run_cycle
+    from webgather.runtime.recrawl_cycle import run_cycle
 
     from webgather.commands.redis_url import resolve_redis_url
 
@@ -126,33 +87,9 @@ def run_continuous_main(config: CrawlConfig, seeds: list[str], max_cycles: int |
     """``crawl --continuous``: cycles until ``max_cycles`` or a signal; prints each cycle."""
     import uvloop
 
-    from webgather.recrawl.cycle import run_continuous
+    from webgather.runtime.recrawl_cycle import run_continuous
 
     uvloop.run(run_continuous(config, seeds, max_cycles=max_cycles, on_cycle=print_cycle))
     return 0
 
 
-def print_cycle(summary: dict[str, Any]) -> None:
-    if summary.get("backend_error"):  # a cluster cycle whose Redis stayed away: the workers stopped
-        print(f"backend: {summary['backend_error']}", file=sys.stdout)
-    if not summary.get("recrawl"):
-        print("cycle stopped before any node reported it; it resumes on the next run", file=sys.stdout)
-        return
-    r = summary["recrawl"]
-    counts, totals = r["counts"], r["totals"]
-    status = ", ".join(f"{k}: {v}" for k, v in summary.get("status", {}).items()) or "none"
-    print(
-        f"cycle {r['cycle']} ({r['policy']}, budget {r['budget'] or 'none'}): "
-        f"{'done' if r['cycle_done'] else 'stopped, resumes on the next run'}\n"
-        f"fetches {counts.get('fetches', 0)}: new pages {counts.get('new_pages', 0)}, "
-        f"revisits {counts.get('revisits', 0)} of {r['planned_revisits']} planned "
-        f"(changed {counts.get('changed', 0)}, 304 {counts.get('not_modified', 0)}, "
-        f"same digest {counts.get('same_digest', 0)}), robots.txt {summary.get('robots_fetches', 0)}\n"
-        f"status  {status}\n"
-        f"archived {counts.get('bytes_archived', 0)} payload bytes; near-duplicates {counts.get('near_duplicates', 0)}\n"
-        f"URLs {totals['urls']}: active {totals['active']}, dead {totals['dead']} "
-        f"(new this cycle: {len(r['dead_this_cycle'])}); estimated freshness now {r['estimated_freshness']}",
-        file=sys.stdout,
-    )
-    for url, reason in r["dead_this_cycle"][:20]:
-        print(f"  dead ({reason}) {url}")

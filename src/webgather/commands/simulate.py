@@ -7,7 +7,7 @@ DIR``, writes ``DIR/<experiment>.txt`` and ``DIR/<experiment>*.png`` (matplotlib
 Agg backend, no display needed). Wall times go to stderr.
 
 This module is the IO shell: it reads files, the clock (through
-:class:`webgather.runtime.clock.SystemClock`) and writes output; the simulator
+:class:`webgather.clock.SystemClock`) and writes output; the simulator
 itself is pure and seeded. OpenBLAS is held to one thread while simulating: on a
 small shared machine its worker threads oversubscribe the cores and made the
 GNP fits 10-20x slower.
@@ -26,7 +26,7 @@ from threadpoolctl import threadpool_limits
 
 from webgather.errors import ConfigError
 from webgather.linkgraph import LinkGraph
-from webgather.runtime.clock import SystemClock
+from webgather.clock import SystemClock
 from webgather.sim.traces import crawl_order, crawl_seeds, default_seeds
 
 __all__ = ["load_graph", "register"]
@@ -122,7 +122,7 @@ def _gnp_options(p: argparse.ArgumentParser) -> None:
 def load_graph(spec: str, crawl_dir: str | None) -> LinkGraph:
     """The graph named by ``--graph`` or ``--crawl`` (a bad spec is a ConfigError)."""
     if crawl_dir:
-        from webgather.store.linklog import read_link_graph
+        from webgather.store.graphread import read_link_graph
 
         return read_link_graph(Path(crawl_dir))
     parts = spec.split(":")

@@ -110,6 +110,7 @@ class RobotsConfig:
 @dataclass(frozen=True, slots=True)
 class FrontierConfig:
     order: Literal["bfs", "opic"] = "bfs"
+    """bfs: shallowest first; opic: richest in OPIC cash first, within politeness (webgather.frontier.cash)."""
     seen_memory_entries: int = 4_000_000
     """Fingerprints kept in the seen-set's memory tier before a merge to disk."""
     seen_cache_entries: int = 50_000

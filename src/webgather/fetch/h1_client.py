@@ -7,9 +7,14 @@ open few files) or a new one (``connect_timeout_s``; TLS with SNI for https),
 one write, and one timer for ``total_timeout_s`` that fails the response
 wherever it is. The connection writes the response into the :class:`Draft`
 as it arrives. The request goes out byte for byte as ``Draft.request_headers``
-records it, so the WARC request record is what was sent. Like the aiohttp
-transport, nothing is re-sent behind the retry policy's back: a kept-alive
-connection the server closed as we wrote is a ``reset`` like any other.
+records it, so the WARC request record is what was sent.
+
+A kept-alive connection the server closed as we wrote (its idle timeout ran
+out while our request was on the way) fails with no response byte: the
+request is sent once more, the same bytes, on a new connection (RFC 9112
+section 9.3.1 allows one automatic retry of an idempotent request; we send
+only GET). Never when any response byte arrived, nor when the connection was
+new: those are the server's answer, a ``reset`` for the retry policy.
 
 The OS's exceptions are translated here, once, in :func:`_connect_errors`;
 the connection itself only raises :class:`FetchError` kinds.
@@ -23,13 +28,14 @@ the aiohttp transport (and 90 us for a bare aiohttp session); in whole crawls
 from __future__ import annotations
 
 import asyncio
+import logging
 import resource
 import ssl
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from webgather.config import FetchConfig
-from webgather.errors import ConnectFailed, FetchTimeout
+from webgather.errors import ConnectFailed, ConnectionReset, FetchTimeout
 from webgather.fetch import h1
 from webgather.fetch.h1_conn import Connection, Pool, PoolKey
 from webgather.fetch.model import Headers
@@ -37,6 +43,8 @@ from webgather.fetch.request import Draft, WireTarget
 from webgather.fetch.resolver import Resolver
 
 __all__ = ["NativeTransport"]
+
+_log = logging.getLogger(__name__)
 
 
 class NativeTransport:
@@ -59,14 +67,27 @@ class NativeTransport:
         async with self._slots:
             draft.peer_ip = await self._resolver.resolve(target.host)
             key = (target.scheme, target.host, target.port, draft.peer_ip)
-            conn = self._pool.take(key, loop.time()) or await self._connect(key, target, deadline)
-            draft.peer_ip = conn.peer_ip or draft.peer_ip
-            timer = loop.call_at(deadline, conn.time_out, self._config.total_timeout_s)
-            try:
-                await conn.send(h1.request_bytes(target.path, draft.request_headers), draft)
-            finally:
-                timer.cancel()
-                self._pool.give_back(conn, loop.time())
+            request = h1.request_bytes(target.path, draft.request_headers)
+            kept = self._pool.take(key, loop.time())
+            if kept is not None:
+                try:
+                    await self._send(kept, request, draft, deadline)
+                    return
+                except ConnectionReset:
+                    if kept.received:  # the server answered something: that is its answer
+                        raise
+                    _log.debug("stale keep-alive connection to %s:%d: sending again on a new one", key[1], key[2])
+            await self._send(await self._connect(key, target, deadline), request, draft, deadline)
+
+    async def _send(self, conn: Connection, request: bytes, draft: Draft, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
+        draft.peer_ip = conn.peer_ip or draft.peer_ip
+        timer = loop.call_at(deadline, conn.time_out, self._config.total_timeout_s)
+        try:
+            await conn.send(request, draft)
+        finally:
+            timer.cancel()
+            self._pool.give_back(conn, loop.time())
 
     async def _connect(self, key: PoolKey, target: WireTarget, deadline: float) -> Connection:
         loop = asyncio.get_running_loop()

@@ -48,6 +48,8 @@ class Connection(asyncio.Protocol):
         self.peer_ip: str | None = None
         self.closed = False
         self.reusable = False
+        self.received = False
+        """Some byte of a response to the current request arrived (then never send it again)."""
         self.idle_since = 0.0
         self._max_body_bytes = max_body_bytes
         self._transport: asyncio.Transport | None = None
@@ -68,6 +70,7 @@ class Connection(asyncio.Protocol):
     def send(self, request: bytes, sink: Sink) -> asyncio.Future[None]:
         """Write ``request``; the future ends with the response's body (or its failure)."""
         assert self._transport is not None and self._done is None
+        self.received = False
         if self.closed or self._transport.is_closing():
             raise ConnectionReset("connection closed before the request went out")
         self._done = asyncio.get_running_loop().create_future()
@@ -76,6 +79,7 @@ class Connection(asyncio.Protocol):
         return self._done
 
     def data_received(self, data: bytes) -> None:
+        self.received = True
         if self._done is None or self._done.done():
             self.close()  # bytes nobody asked for: this connection's framing is lost
             return

@@ -16,7 +16,8 @@ How the pieces meet:
   :class:`Resolver` (static map, DNS cache) and keep Host and TLS SNI the
   URL's host; ``limit = concurrency`` connections, no per-host limit
   (politeness is the frontier's job), keep-alive on, no cookies, redirects not
-  followed, nothing re-sent behind the retry policy.
+  followed, nothing re-sent behind the retry policy (except, by the native
+  transport, a GET that met a stale kept-alive connection: RFC 9112 9.3.1).
 * ``raw_body`` is the body as sent (chunked framing removed), which the WARC
   stores; :func:`webgather.fetch.decode.decode_body` makes ``body`` under
   ``max_decoded_bytes`` (one budget for all the codings, at most three of
@@ -41,7 +42,7 @@ from webgather.fetch.decode import ACCEPT_ENCODING, Deadline, content_encoding, 
 from webgather.fetch.model import FetchResult, Headers
 from webgather.fetch.request import Draft, WireTarget, as_sent, extra_headers, wire_target
 from webgather.fetch.resolver import Resolver
-from webgather.runtime.clock import Clock
+from webgather.clock import Clock
 
 __all__ = ["ACCEPT", "HttpClient"]
 

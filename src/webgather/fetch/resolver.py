@@ -32,7 +32,7 @@ from pathlib import Path
 from webgather.config import FetchConfig
 from webgather.errors import ConfigError, DnsFailed
 from webgather.fetch.guard import AddressGuard
-from webgather.runtime.clock import Clock
+from webgather.clock import Clock
 
 __all__ = ["DnsAnswer", "DnsCache", "Lookup", "Resolver", "load_resolve_file", "system_lookup"]
 

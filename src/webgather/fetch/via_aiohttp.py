@@ -82,6 +82,8 @@ class AiohttpTransport:
         # aiohttp silently re-sends an idempotent request once when a reused connection
         # drops (RFC 9112 9.3.1 allows it). Our retry policy owns retries, with backoff and
         # politeness; an immediate hidden second request would break both. No public knob.
+        # (It also re-sends on a NEW connection and after part of a response head; our native
+        # transport re-sends only on a reused connection with no response byte: h1_client.)
         self._session._retry_connection = False
         self._resolver = resolver
 

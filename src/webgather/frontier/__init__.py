@@ -13,5 +13,6 @@ node uses), ``seen`` (SeenSet protocol, MemorySeen, CachedSeen, seen keys),
 ``seen_disk`` (DiskSeen run files), ``policy`` (pure politeness ready-heap),
 ``queues`` (HostQueues protocol, MemoryQueues), ``queues_sqlite`` (persistent
 queues), ``store``/``journal``/``persist`` (SQLite state, redo journal,
-open/checkpoint/resume), ``bucket`` (BucketState), ``model`` (CrawlItem).
+open/checkpoint/resume), ``bucket`` (BucketState), ``model`` (CrawlItem),
+``cash`` (OPIC cash of queued URLs), ``live`` (re-keying items in a heap).
 """

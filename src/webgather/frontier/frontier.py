@@ -6,10 +6,8 @@ returns at once. Data flow: ``add(items)`` seen-tests a batch (keys
 new items per host; ``next_ready(now)`` hands out an item whose host and IP may
 be fetched now; ``complete``/``retry`` end a fetch and set the host's clock.
 
-Order: breadth-first (``order="bfs"``): a host's queue is ordered by depth,
-FIFO within a depth, and among ready hosts the shallowest head goes first.
-``order="opic"`` orders by ``CrawlItem.priority`` as the caller sets it; the
-OPIC cash accounting itself is not implemented here.
+Order: ``bfs`` orders a host's queue by depth (FIFO within one), and among ready hosts
+the shallowest head goes first; ``opic`` by minus the cash (:mod:`webgather.frontier.cash`).
 
 Persistence (``state_dir`` given): queued items in SQLite, the seen-set in
 :class:`DiskSeen` run files, every change since the last checkpoint in a redo
@@ -25,23 +23,23 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import numpy as np
 
+from webgather.buckets import MAX_BUCKETS, bucket_of
 from webgather.cachepolicy import make_cache
-from webgather.cluster.mapping import MAX_BUCKETS, bucket_of
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.errors import ConfigError, FrontierError
+from webgather.frontier.adopt import adopt_clock
 from webgather.frontier.batch import hosts_of, item_fingerprints
 from webgather.frontier.bucket import BucketState, HostClock
+from webgather.frontier.cash import CashBook
 from webgather.frontier.model import CrawlItem
+from webgather.frontier.parked import Parked
+from webgather.frontier.persist import Persistence, open_persistent
 from webgather.frontier.policy import Politeness
 from webgather.frontier.queues import HostQueues, MemoryQueues
 from webgather.frontier.seen import CachedSeen, MemorySeen, SeenSet, seen_keys
-
-if TYPE_CHECKING:
-    from webgather.frontier.persist import Persistence
 
 __all__ = ["Frontier"]
 
@@ -51,7 +49,7 @@ class Frontier:
 
     def __init__(self, config: FrontierConfig, politeness: PolitenessConfig, n_buckets: int,
                  max_pages_per_host: int | None, seen: SeenSet, queues: HostQueues,
-                 persist: Persistence | None = None) -> None:
+                 persist: Persistence | None = None, cash: CashBook | None = None) -> None:
         self.config = config
         self.n_buckets = n_buckets
         self.max_pages_per_host = max_pages_per_host
@@ -59,12 +57,14 @@ class Frontier:
         self.queues = queues
         self.policy = Politeness(politeness)
         self.persist = persist
+        self.cash = cash  # OPIC only
         self.bucket_of_host: dict[str, int] = {}
         self.hosts_of_bucket: dict[int, set[str]] = {}
         self.accepted: dict[str, int] = {}
         self.in_flight_items: dict[int, str] = {}
         self.flying: dict[int, CrawlItem] = {}  # the items themselves: a checkpoint counts them as queued
         self._released: set[int] = set()  # in flight, but their hosts were released
+        self.parked = Parked(self._requeue)  # retries waiting for their time: in flight for the queues
         self.queued = 0
         self.dropped_by_host_cap = 0
         self.resumed_in_flight = 0
@@ -84,9 +84,7 @@ class Frontier:
         by_depth = config.order == "bfs"
         if state_dir is None:
             return cls(config, politeness, n_buckets, max_pages_per_host, MemorySeen(),
-                       MemoryQueues(by_depth=by_depth))
-        from webgather.frontier.persist import open_persistent
-
+                       MemoryQueues(by_depth), None, None if by_depth else CashBook())
         return open_persistent(cls, Path(state_dir), config, politeness, n_buckets, max_pages_per_host)
 
     # -- the hot path ------------------------------------------------------------
@@ -94,8 +92,8 @@ class Frontier:
     def add(self, items: Sequence[CrawlItem], now: float) -> list[CrawlItem]:
         """Seen-test ``items`` and queue the new ones; returns those queued, in order.
 
-        Within the batch only the first item of a URL counts. New items of a
-        host already at ``max_pages_per_host`` are counted, not queued.
+        Within the batch only the first item of a URL counts. New items of a host already at
+        ``max_pages_per_host`` are counted, not queued. OPIC: the others credit their cash.
         """
         self._touch(now)
         if not items:
@@ -106,11 +104,12 @@ class Frontier:
         keys = seen_keys(np.array(buckets, dtype=np.uint64), item_fingerprints(items))
         new_mask = self.seen.add_many(keys)
         new_idx = np.flatnonzero(new_mask).tolist()
-        if not new_idx:
-            return []
-        if self.persist is not None:
+        if self.persist is not None and new_idx:
             self.persist.journal_seen(keys[new_mask])
-        return self._enqueue([(hosts[i], items[i]) for i in new_idx], now)
+        fresh = self._enqueue([(hosts[i], items[i]) for i in new_idx], now) if new_idx else []
+        if self.cash is not None and len(new_idx) < len(items):
+            self.cash.credit_queued([(hosts[i], items[i]) for i in np.flatnonzero(~new_mask).tolist()], self, now)
+        return fresh
 
     def requeue(self, items: Sequence[CrawlItem], now: float) -> list[CrawlItem]:
         """Queue URLs seen before again, past the seen-test and the per-host cap (re-crawl
@@ -132,9 +131,10 @@ class Frontier:
         (``math.inf`` when nothing is queued, or everything queued waits for a
         request in flight). Call again after ``add``/``complete``/``retry``/``defer_host``."""
         self._touch(now)
+        self.parked.release_due(now)
         host, wake_at = self.policy.next_ready(now)
         if host is None:
-            return None, wake_at
+            return None, min(wake_at, self.parked.due_at())
         item, head = self.queues.pop(host)
         self.policy.set_head(host, head, now)
         self.in_flight_items[item.fp] = host
@@ -153,10 +153,12 @@ class Frontier:
         self._touch(now)
         host = self._take_in_flight(item)
         self.queues.finish(host, item, False)
+        if self.cash is not None:
+            self.cash.done(item.fp)
         if item.fp in self._released:
             self._released.discard(item.fp)
         else:
-            self.policy.complete(host, now, response_time_s, error, retry_after_s, skipped=skipped)
+            self.policy.complete(host, now, response_time_s, error, retry_after_s, skipped=skipped, again=item.attempt > 0)
         self._commit()
 
     def release_host(self, item: CrawlItem, now: float, *, response_time_s: float | None = None,
@@ -168,19 +170,29 @@ class Frontier:
         if host is None or item.fp in self._released:
             raise FrontierError(f"{item.url!r} is not in flight, or its host was released already")
         self._released.add(item.fp)
-        self.policy.complete(host, now, response_time_s, error, retry_after_s)
+        self.policy.complete(host, now, response_time_s, error, retry_after_s, again=item.attempt > 0)
 
-    def retry(self, item: CrawlItem, now: float, *, not_before: float, error: bool = True) -> None:
-        """Like :meth:`complete`, but ``item`` goes back to its place at the head of
-        its host's queue with ``attempt + 1``, and the host waits until ``not_before``."""
+    def retry(self, item: CrawlItem, now: float, *, not_before: float, error: bool = True,
+              retry_after_s: float | None = None) -> None:
+        """Like :meth:`complete` for the host's clock, but ``item`` is parked (:mod:`.parked`) and goes
+        back to its place in its host's queue with ``attempt + 1`` at ``not_before``. ``error=False``
+        (no request failed): it goes back at once, and the host waits until ``not_before``."""
         self._touch(now)
-        if item.fp in self._released:
-            raise FrontierError(f"{item.url!r}: a released item can only be completed")
-        host = self._take_in_flight(item)
+        if item.fp in self._released or (host := self.in_flight_items.get(item.fp)) is None:
+            raise FrontierError(f"{item.url!r} is not in flight, or was released (only completed then)")
+        self.policy.complete(host, now, None, error, retry_after_s, not_before=None if error else not_before, again=item.attempt > 0)
+        if error and not_before > now:  # due after the host's next request, not with it: see .parked
+            self.parked.park(max(not_before, self.policy.turn_after_next(host)), host, item)
+        else:
+            self._requeue(host, item, now)
+
+    def _requeue(self, host: str, item: CrawlItem, now: float) -> None:
+        self._take_in_flight(item)
         _, head = self.queues.finish(host, item, True)
+        if self.cash is not None and (cash := self.cash.table.get(item.fp)) is not None:
+            head = self.queues.reprioritize(host, item.fp, -cash)  # what links brought while it was in flight
         self.queued += 1
         self.policy.set_head(host, head, now)
-        self.policy.complete(host, now, None, error, None, not_before=not_before)
         self._commit()
 
     # -- host controls ---------------------------------------------------------------
@@ -192,6 +204,8 @@ class Frontier:
     def drop_host(self, host: str) -> list[CrawlItem]:
         """Remove and return the host's queued items (items in flight stay in flight)."""
         removed = self.queues.remove_host(host)
+        if self.cash is not None:
+            self.cash.forget(removed)
         self.queued -= len(removed)
         self.policy.set_head(host, None, self.last_now)
         return removed
@@ -221,6 +235,7 @@ class Frontier:
         self._check_bucket(bucket)
         hosts = sorted(self.hosts_of_bucket.get(bucket, ()))
         items = [item for host in hosts for item in self.queues.items(host)]
+        items = items if self.cash is None else self.cash.current(items)
         clocks = []
         for host in hosts:
             st = self.policy.known(host)
@@ -243,7 +258,7 @@ class Frontier:
             if host not in self.bucket_of_host:
                 self._new_bucket(host)
         for clock in state.hosts:
-            self._adopt_clock(clock, now)
+            adopt_clock(self.policy, self.accepted, self.persist, clock, now)
         keys = np.asarray(state.seen_keys, dtype=np.uint64)
         fps = item_fingerprints(state.items)
         item_keys = seen_keys(np.full(len(fps), state.bucket, dtype=np.uint64), fps)
@@ -255,17 +270,6 @@ class Frontier:
         count = len(self._enqueue(pairs, now, cap=False))
         self._commit()
         return count
-
-    def _adopt_clock(self, clock: HostClock, now: float) -> None:
-        st = self.policy.state(clock.host)
-        st.crawl_delay_s, st.errors = clock.crawl_delay_s, clock.errors
-        if clock.ip is not None:
-            self.policy.set_host_ip(clock.host, clock.ip, now)
-        self.policy.defer(clock.host, max(st.next_allowed_at, now + clock.wait_s), now)
-        if clock.accepted:
-            self.accepted[clock.host] = max(self.accepted.get(clock.host, 0), clock.accepted)
-            if self.persist is not None:
-                self.persist.accepted(clock.host, self.accepted[clock.host])
 
     def drop_bucket(self, bucket: int) -> int:
         """Forget the bucket: its queued items, seen keys and idle hosts. Returns items removed.
@@ -289,11 +293,11 @@ class Frontier:
     # -- state ---------------------------------------------------------------------------
 
     def pending(self) -> int:
-        """Items queued and not in flight."""
-        return self.queued
+        """Items queued or parked for a retry, not being fetched."""
+        return self.queued + len(self.parked)
 
     def in_flight(self) -> int:
-        return len(self.in_flight_items)
+        return len(self.in_flight_items) - len(self.parked)
 
     def is_done(self) -> bool:
         """Nothing queued and nothing in flight."""
@@ -302,11 +306,12 @@ class Frontier:
     def stats(self) -> dict[str, int | float]:
         """Counters for progress displays and tests (O(hosts): call it at human rates)."""
         out: dict[str, int | float] = {
-            "queued": self.queued, "in_flight": len(self.in_flight_items), "seen": len(self.seen),
+            "queued": self.pending(), "in_flight": self.in_flight(), "seen": len(self.seen),
             "cache_hits": self.seen.hits, "cache_lookups": self.seen.lookups,
             "dropped_by_host_cap": self.dropped_by_host_cap, "resumed_in_flight": self.resumed_in_flight,
             "queued_in_memory": getattr(self.queues, "in_memory", self.queued),
         }
+        out.update(self.cash.stats() if self.cash is not None else {})
         out.update(self.policy.counts(self.last_now))
         return out
 
@@ -363,6 +368,8 @@ class Frontier:
                 self.policy.set_head(host, self.queues.push(host, group), now)
                 fresh.extend(group)
         self.queued += len(fresh)
+        if self.cash is not None:
+            self.cash.queued(fresh)
         return fresh
 
     def _within_cap(self, host: str, group: list[CrawlItem]) -> list[CrawlItem]:

@@ -36,24 +36,36 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import Protocol, TypeVar
 
 import numpy as np
 
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.errors import StoreError
+from webgather.frontier.cash import CashBook, load_cash
 from webgather.frontier.journal import Journal, read_journal, remove_stale
 from webgather.frontier.queues_sqlite import SqliteQueues
 from webgather.frontier.seen import KeyArray
 from webgather.frontier.seen_disk import DiskSeen
 from webgather.frontier.store import StateDB
 
-if TYPE_CHECKING:
-    from webgather.frontier.frontier import Frontier
-
 __all__ = ["Persistence", "open_persistent"]
 
 CHECKPOINT_INTERVAL_S = 10.0
+
+
+class Resumable(Protocol):
+    """What :func:`open_persistent` needs of the frontier it builds (a protocol, so that
+    this module does not import :mod:`webgather.frontier.frontier`, which imports it)."""
+
+    queued: int
+    resumed_in_flight: int
+
+    def restore_host(self, host: str, head: float) -> None: ...
+
+
+F = TypeVar("F", bound=Resumable)
 CHECKPOINT_BYTES = 64 * 1024 * 1024
 CHECKPOINT_ROWS = 250_000
 
@@ -61,8 +73,10 @@ CHECKPOINT_ROWS = 250_000
 class Persistence:
     """The frontier's durable side: StateDB, journal, SqliteQueues and DiskSeen, in step."""
 
-    def __init__(self, db: StateDB, queues: SqliteQueues, seen: DiskSeen, journal: Journal) -> None:
+    def __init__(self, db: StateDB, queues: SqliteQueues, seen: DiskSeen, journal: Journal,
+                 cash: CashBook | None = None) -> None:
         self.db = db
+        self.cash = cash
         self.queues = queues
         self.seen = seen
         self.journal = journal
@@ -96,6 +110,8 @@ class Persistence:
         """Everything into SQLite, a new journal generation; spill the seen tier if full."""
         self.journal.write()
         gen = self.journal.gen + 1
+        if self.cash is not None:
+            self.cash.write(self.db)
         self.queues.checkpoint({"journal_gen": gen})
         self.journal.rotate(gen)
         self.checkpoints += 1
@@ -120,9 +136,9 @@ class Persistence:
         self.db.close()
 
 
-def open_persistent(cls: type[Frontier], state_dir: Path, config: FrontierConfig,
+def open_persistent(cls: Callable[..., F], state_dir: Path, config: FrontierConfig,
                     politeness: PolitenessConfig, n_buckets: int,
-                    max_pages_per_host: int | None) -> Frontier:
+                    max_pages_per_host: int | None) -> F:
     """Create or resume the frontier state under ``state_dir``."""
     try:
         state_dir.mkdir(parents=True, exist_ok=True)
@@ -141,12 +157,14 @@ def open_persistent(cls: type[Frontier], state_dir: Path, config: FrontierConfig
         for blob in queues.replay(read_journal(state_dir, gen), in_flight):
             keys = np.frombuffer(blob, dtype="<u8").astype(np.uint64)
             db.journal_seen(keys[seen.add_many(keys)])
+        cash = _open_cash(db, queues) if config.order == "opic" else None
         queues.checkpoint({"journal_gen": gen + 1, "in_flight": ""})
         remove_stale(state_dir, keep=gen + 1)
-        journal = Journal(state_dir, gen + 1)
-        queues.journal = journal
+        queues.journal = journal = Journal(state_dir, gen + 1)
+        if cash is not None:
+            cash.journal = journal
         frontier = cls(config, politeness, n_buckets, max_pages_per_host, seen, queues,
-                       Persistence(db, queues, seen, journal))
+                       Persistence(db, queues, seen, journal, cash), cash)
         for host, head in queues.restore():
             frontier.restore_host(host, head)
     except BaseException:
@@ -155,3 +173,13 @@ def open_persistent(cls: type[Frontier], state_dir: Path, config: FrontierConfig
     frontier.queued = queues.rows
     frontier.resumed_in_flight = len(in_flight)
     return frontier
+
+
+def _open_cash(db: StateDB, queues: SqliteQueues) -> CashBook:
+    """OPIC: the cash book from the rows, the cash table and the replayed journal, written
+    back in the open checkpoint's transaction."""
+    queues.write_rows()
+    cash = load_cash(db, queues.replayed_cash)
+    cash.write(db)
+    queues.cash = cash
+    return cash

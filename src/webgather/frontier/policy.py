@@ -12,9 +12,28 @@ flight, its delay, its consecutive errors. The delay after a request is::
                 min(adaptive_delay_factor x response time, max_delay_s))
 
 counted from the END of the request (:meth:`Politeness.complete`), so the gap a
-server sees between two requests from us is at least ``delay``. After k
-consecutive errors the host also waits ``min(backoff_base_s * 2**(k-1),
-backoff_max_s)``; a Retry-After is honoured up to ``retry_after_max_s``.
+server sees between two requests from us is at least ``delay``.
+
+Back-off follows the health of the HOST, not the count of failing attempts:
+``errors`` counts the different URLs that failed in a row on the host (a
+failed retry of a URL holds the count, or starts it at 1; it does not add),
+and any success resets it to 0. After a failure the host waits::
+
+    max(delay, step)    step = min(Retry-After, retry_after_max_s)     if the server sent one
+                        step = min(backoff_base_s * 2**(errors-1), backoff_max_s)   otherwise
+
+A server-sent Retry-After replaces the exponential step (the server said when
+it wants us back: ``Retry-After: 1`` means about 1 s, not 2, 4, 8...). The
+failing URL itself waits for its retry on its own clock (its attempt count;
+see ``Frontier.retry``) without holding the host's queue, and is due only after
+the host's next request (:mod:`webgather.frontier.parked`), so one URL that
+keeps answering 500 costs the host's other URLs at most one bounded step per
+failure, and their successes reset the streak. (Counting each attempt instead,
+two broken URLs of a healthy site, retried in turn, made five failures in a
+row and stalled the site for 8 then 32 s; a site whose every URL fails still
+climbs the steps, one new URL at a time.) (Heritrix snoozes a host by a
+fixed politeness delay and schedules a URL's retry separately; Nutch and
+Scrapy's AutoThrottle likewise back a host off only while it keeps failing.)
 Up to ``per_host_connections`` requests to a host may be in flight, and up to
 ``per_ip_connections`` to all hosts of one IP address (:meth:`set_host_ip`; a
 host whose address is unknown is its own group).
@@ -54,7 +73,7 @@ class HostState:
     """robots.txt Crawl-delay as given (capped when used)."""
     last_response_s: float = 0.0
     errors: int = 0
-    """Consecutive failed requests (reset by a success)."""
+    """Different URLs failed in a row (reset by a success; see the module docstring)."""
     head: float | None = None
     """Priority of the host's queue head; None while nothing is queued."""
     stamp: int = 0
@@ -113,6 +132,12 @@ class Politeness:
             delay = max(delay, min(cfg.adaptive_delay_factor * response_time_s, cfg.max_delay_s))
         return delay
 
+    def turn_after_next(self, host: str) -> float:
+        """When the host may go again after one more request started as soon as it may
+        (and taking no time): its next allowed time plus its delay."""
+        st = self.state(host)
+        return st.next_allowed_at + self.delay_s(st, None)
+
     def backoff_s(self, errors: int) -> float:
         """Backoff after ``errors`` consecutive errors: base * 2**(errors-1), capped."""
         if errors <= 0:
@@ -156,36 +181,42 @@ class Politeness:
 
     def complete(self, host: str, now: float, response_time_s: float | None = None,
                  error: bool = False, retry_after_s: float | None = None,
-                 not_before: float | None = None, skipped: bool = False) -> None:
+                 not_before: float | None = None, skipped: bool = False, again: bool = False) -> None:
         """A request to ``host`` ended at ``now``: free its slots and set when it may go again.
 
         ``skipped``: no request was made after all (robots disallowed it); the
-        slot is freed and the host's clock left as it was.
+        slot is freed and the host's clock left as it was. ``again``: the request
+        was a retry of a URL that failed before (its failure does not lengthen
+        the host's error streak; see the module docstring).
         """
         st = self.state(host)
         if st.active <= 0:
             raise ValueError(f"complete() for {host!r} with no request in flight")
         self._release(st)
         if not skipped:
-            st.next_allowed_at = max(st.next_allowed_at, self._until(st, now, response_time_s, error, retry_after_s))
+            until = self._until(st, now, response_time_s, error, retry_after_s, again)
+            st.next_allowed_at = max(st.next_allowed_at, until)
         if not_before is not None:
             st.next_allowed_at = max(st.next_allowed_at, not_before)
         self._schedule(st, now)
         self._unblock(st.group, now)
 
     def _until(self, st: HostState, now: float, response_time_s: float | None,
-               error: bool, retry_after_s: float | None) -> float:
+               error: bool, retry_after_s: float | None, again: bool) -> float:
         if response_time_s is not None:
             st.last_response_s = response_time_s
-        delay = self.delay_s(st, response_time_s)
-        if error:
-            st.errors += 1
-            delay = max(delay, self.backoff_s(st.errors))
-        else:
+        if not error:
             st.errors = 0
+        else:  # a URL failing again tells nothing new about the host: it holds the streak
+            st.errors = max(st.errors, 1) if again else st.errors + 1
+        return now + max(self.delay_s(st, response_time_s), self.step_s(st.errors, retry_after_s))
+
+    def step_s(self, errors: int, retry_after_s: float | None) -> float:
+        """The host's back-off step: the server's Retry-After (clamped to
+        ``retry_after_max_s``) when it sent one, else :meth:`backoff_s` of ``errors``."""
         if retry_after_s is not None:
-            delay = max(delay, min(max(retry_after_s, 0.0), self.config.retry_after_max_s))
-        return now + delay
+            return min(max(retry_after_s, 0.0), self.config.retry_after_max_s)
+        return self.backoff_s(errors)
 
     def defer(self, host: str, until: float, now: float) -> None:
         """Fetch nothing from ``host`` before ``until``: sets its next allowed time

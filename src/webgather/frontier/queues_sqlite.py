@@ -20,6 +20,7 @@ the checkpoint never reaches SQLite) and go in as one ``executemany``;
 a read that needs them (refill, listing, removal) writes them early, inside
 the open transaction. A restart finds the hosts with work by one index probe
 per known host, which also gives its head key; heaps are loaded on first use.
+OPIC: re-keying and rows on disk, see :mod:`webgather.frontier.cash`.
 """
 
 from __future__ import annotations
@@ -28,13 +29,17 @@ import heapq
 import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from webgather.errors import CorruptState, FrontierError
 from webgather.frontier.journal import Journal, Op
+from webgather.frontier.live import LiveEntries
 from webgather.frontier.model import CrawlItem
 from webgather.frontier.queues import QueueEntry
 from webgather.frontier.store import StateDB, signed64, unsigned64
+
+if TYPE_CHECKING:
+    from webgather.frontier.cash import CashBook
 
 __all__ = ["SqliteQueues"]
 
@@ -85,6 +90,10 @@ class SqliteQueues:
         self._pending: dict[int, FullRow] = {}
         """Rows not in SQLite yet, by seq, in seq order."""
         self._seq = int(db.meta("seq") or 0)
+        self.live = None if by_depth else LiveEntries()
+        self.cash: CashBook | None = None
+        """OPIC: current cash of every queued item, for rows read back from disk."""
+        self.replayed_cash: list[Op] = []
 
     @property
     def pending_rows(self) -> int:
@@ -121,11 +130,13 @@ class SqliteQueues:
             self._refill(h)
         if h is None or not h.heap:
             raise FrontierError(f"pop() from host {host!r} with nothing queued")
-        key, seq, item = heapq.heappop(h.heap)
+        key, seq, item = heapq.heappop(h.heap) if self.live is None else self.live.pop(h.heap)
         self.in_memory -= 1
         self._taken[item.fp] = (host, key, seq)
         if self.journal is not None:
             self.journal.ops.append(("take", signed64(item.fp)))
+        if self.live is not None:
+            self.in_memory -= self.live.clean(h.heap)
         if not h.heap:
             h.top = None
         return item, self._head(h)
@@ -154,12 +165,14 @@ class SqliteQueues:
         h = self._hosts.get(host)
         if h is None:
             return []
-        self._write_rows()
+        self.write_rows()
         rows = [r for r in self._select(h.id, _UNLOADED, -1) if unsigned64(r[3]) not in self._taken]
         self.db.conn.executemany(_DELETE, [(r[1],) for r in rows])
         if self.journal is not None:
             self.journal.ops.append(("remove", host, [(r[0], r[1]) for r in rows]))
         self.in_memory -= len(h.heap)
+        if self.live is not None:
+            self.live.forget(h.heap)
         h.heap, h.bound, h.top, h.hint = [], None, None, None
         self.rows -= len(rows)
         return [_item(r) for r in rows]
@@ -168,9 +181,11 @@ class SqliteQueues:
         h = self._hosts.get(host)
         if h is None:
             return []
+        if self.live is not None:
+            self.in_memory -= self.live.keep_live(h.heap)
         if limit is not None and len(h.heap) >= limit:
             return [entry[2] for entry in heapq.nsmallest(limit, h.heap)]
-        self._write_rows()
+        self.write_rows()
         taken = self._taken
         fetch = -1 if limit is None else limit + len(taken)  # rows in flight are skipped
         rows = [r for r in self._select(h.id, _UNLOADED, fetch) if unsigned64(r[3]) not in taken]
@@ -185,7 +200,7 @@ class SqliteQueues:
 
     def checkpoint(self, meta: dict[str, object]) -> None:
         """Apply everything to SQLite and commit, with ``meta`` in the same transaction."""
-        self._write_rows()
+        self.write_rows()
         if self._accepted_dirty:
             self.db.conn.executemany("UPDATE hosts SET accepted = ? WHERE id = ?", [
                 (self._hosts[host].accepted, self._hosts[host].id) for host in self._accepted_dirty])
@@ -205,6 +220,8 @@ class SqliteQueues:
                 for op in ops:
                     if op[0] == "seen":
                         seen.append(op[1])
+                    elif op[0] == "cash":
+                        self.replayed_cash.append(op)
                     else:
                         self._replay_op(op, in_flight)
         except (IndexError, TypeError, ValueError, KeyError) as exc:
@@ -260,6 +277,14 @@ class SqliteQueues:
         if self.journal is not None:
             self.journal.ops.append(("accepted", host, count))
 
+    def reprioritize(self, host: str, fp: int, key: float) -> float | None:
+        h = self._hosts.get(host)
+        if h is None:
+            return None
+        if self.live is not None and self.live.rekey(h.heap, fp, key):
+            self.in_memory += 1 - self.live.clean(h.heap)
+        return self._head(h)
+
     def queued_in_memory(self, host: str) -> int:
         h = self._hosts.get(host)
         return 0 if h is None else len(h.heap)
@@ -277,7 +302,7 @@ class SqliteQueues:
             h = self._hosts[host] = _Host(int(row[0]), accepted=int(row[1]))
         return h
 
-    def _write_rows(self) -> None:
+    def write_rows(self) -> None:
         if self._pending:
             self.db.conn.executemany(_INSERT, self._pending.values())
             self._pending.clear()
@@ -313,7 +338,7 @@ class SqliteQueues:
             h.bound = order
 
     def _admit(self, h: _Host, entry: QueueEntry) -> None:
-        heapq.heappush(h.heap, entry)
+        (heapq.heappush if self.live is None else self.live.push)(h.heap, entry)
         self.in_memory += 1
         order = (entry[0], entry[1])
         if h.top is None or order > h.top:
@@ -321,9 +346,15 @@ class SqliteQueues:
 
     def _trim(self, h: _Host, keep: int) -> None:
         """Keep the host's first ``keep`` items in RAM; the rest wait on disk."""
+        if self.live is not None:
+            self.in_memory -= self.live.keep_live(h.heap)
+            if len(h.heap) <= keep:
+                return
         h.heap.sort()
         evicted = len(h.heap) - keep
         h.bound = (h.heap[keep][0], h.heap[keep][1])
+        if self.live is not None:
+            self.live.forget(h.heap[keep:])
         del h.heap[keep:]
         self.in_memory -= evicted
         h.top = (h.heap[-1][0], h.heap[-1][1]) if h.heap else None
@@ -345,7 +376,7 @@ class SqliteQueues:
         self.keep = max(1, level)
 
     def _refill(self, h: _Host) -> None:
-        self._write_rows()
+        self.write_rows()
         if self.keep < self.host_cap and self.in_memory < self.budget // 2:
             self.keep = min(self.host_cap, 2 * self.keep)
         chunk = min(self.keep, _REFILL_MAX)
@@ -355,8 +386,9 @@ class SqliteQueues:
             h.hint = None
             h.bound = (rows[chunk][0], rows[chunk][1]) if len(rows) > chunk else None
             for row in rows[:chunk]:
-                if unsigned64(row[3]) not in taken:
-                    self._admit(h, (row[0], row[1], _item(row)))
+                if unsigned64(row[3]) not in taken:  # (OPIC: with the cash the URL holds now)
+                    entry = (row[0], row[1], _item(row))
+                    self._admit(h, entry if self.cash is None else self.cash.rekeyed(entry))
 
     def _select(self, hid: int, bound: tuple[float, int], limit: int) -> list[Row]:
         cursor = self.db.conn.execute(_FROM, (hid, bound[0], bound[1], limit))

@@ -8,7 +8,7 @@ original response, computes a SimHash of changed text and looks it up for
 near-duplicates, and records the visit in the node's per-URL state
 (:mod:`.state`, ``DIR/state/urls.sqlite``): validators, digest, SimHash, the
 history of (interval, changed) observations, the change-rate estimate
-(:mod:`.estimate`), dead marks. A cycle (:mod:`.cycle`) reads that state,
+(:mod:`.estimate`), dead marks. A cycle (:mod:`webgather.runtime.recrawl_cycle`) reads that state,
 lets a revisit policy (:mod:`.policy`) pick the pages due under the cycle's
 fetch budget, queues them in the frontier past its seen-test, and runs the
 node; never-seen URLs share the budget; robots.txt answers are reused
@@ -17,5 +17,5 @@ counters, the dead pages and an estimated freshness of the collection. A crawl m
 is imported from its crawl log and archive (:mod:`.bootstrap`). In a
 cluster each node keeps the rows of the buckets it owns; they travel with a
 bucket as :mod:`.rows` (see ``webgather.runtime.cluster_cycle``). Pure:
-estimate, policy, simhash, observe, rows. IO: state, hooks, bootstrap, cycle.
+estimate, policy, simhash, observe, rows. IO: state, hooks, bootstrap (the cycle itself runs the node: ``webgather.runtime.recrawl_cycle``).
 """

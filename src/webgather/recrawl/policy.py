@@ -37,7 +37,11 @@ from typing import Literal
 
 import numpy as np
 
+from webgather.config import RecrawlConfig
+from webgather.errors import ConfigError
+
 __all__ = [
+    "check_config",
     "POLICIES",
     "Policy",
     "age",
@@ -232,3 +236,20 @@ def apportion(total: int, weights: Mapping[str, int]) -> dict[str, int]:
     for name in order[:total - sum(shares.values())]:
         shares[name] += 1
     return shares
+
+
+def check_config(cfg: RecrawlConfig) -> None:
+    """:class:`ConfigError` for settings a cycle cannot run with."""
+    checks = [
+        (cfg.policy in POLICIES, f"recrawl.policy must be one of {', '.join(POLICIES)}"),
+        (cfg.cycle_s > 0, "recrawl.cycle_s must be > 0"),
+        (cfg.budget_per_cycle is None or cfg.budget_per_cycle >= 1, "recrawl.budget_per_cycle must be >= 1"),
+        (0.0 <= cfg.new_url_share <= 1.0, "recrawl.new_url_share must be in [0, 1]"),
+        (cfg.dead_after_failures >= 1, "recrawl.dead_after_failures must be >= 1"),
+        (0 <= cfg.near_dup_max_bits < 16, "recrawl.near_dup_max_bits must be in 0..15"),
+        (cfg.max_interval_s > 0 and cfg.page_life_s > 0, "recrawl.max_interval_s and page_life_s must be > 0"),
+        (cfg.prior_weight >= 0 and cfg.history_max >= 1, "recrawl.prior_weight >= 0 and history_max >= 1"),
+    ]
+    for ok, message in checks:
+        if not ok:
+            raise ConfigError(message)

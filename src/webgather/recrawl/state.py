@@ -35,7 +35,7 @@ from webgather.errors import CorruptState, StoreError
 from webgather.recrawl.observe import UrlRecord
 from webgather.store.warc import ArchiveRef
 
-__all__ = ["STATE_NAME", "CycleRow", "PlanArrays", "UrlState", "newer"]
+__all__ = ["STATE_NAME", "CycleRow", "PlanArrays", "UrlState", "newer", "state_path"]
 
 STATE_NAME = "urls.sqlite"
 _SCHEMA = """
@@ -341,3 +341,8 @@ def _record(row: Sequence[Any]) -> UrlRecord:
         if data[name] is None:
             data[name] = math.nan
     return UrlRecord(**data)
+
+
+def state_path(out_dir: Path) -> Path:
+    """Where a node directory keeps its re-crawl state."""
+    return Path(out_dir) / "state" / STATE_NAME

@@ -335,6 +335,7 @@ class BucketKeeper:
             if st is not None and math.isfinite(st.next_allowed_at):
                 self._saved[host] = max(self._saved.get(host, 0.0), st.next_allowed_at)
             frontier.defer_host(host, math.inf)
+            frontier.parked.release_host(host, frontier.last_now)  # queued, so exported, not waited for
         return hosts
 
     def _busy(self, hosts: set[str]) -> bool:

@@ -44,8 +44,8 @@ from webgather.errors import ClusterError, IncompatibleCrawl
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
-from webgather.recrawl.cycle import check_config
-from webgather.runtime.clock import Clock, SystemClock
+from webgather.recrawl.policy import check_config
+from webgather.clock import Clock, SystemClock
 from webgather.runtime.checkpoint import Checkpointer
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
 from webgather.runtime.cluster_cycle import NodeCycle, cycle_config
@@ -53,11 +53,11 @@ from webgather.runtime.cluster_frontier import keyed_frontier
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.runtime.cluster_recovery import NodeLock
 from webgather.runtime.parts import open_parts
-from webgather.runtime.pipeline import make_items
+from webgather.runtime.pipeline import seed_items
 from webgather.scope import Scope
 from webgather.store.shared import claim_store, open_store
 from webgather.store.summary import write_summary
-from webgather.urls import fingerprint, host_key
+from webgather.urls import host_key
 
 __all__ = ["CYCLE", "current_cycle", "join_crawl", "partition_of", "run_cluster_node", "start_crawl", "start_cycle",
            "submit_seeds"]
@@ -82,7 +82,7 @@ def partition_of(config: CrawlConfig, backend: Backend) -> tuple[SharedAddresses
 
 async def submit_seeds(backend: Backend, config: CrawlConfig, seeds: Sequence[str]) -> int:
     """Send the in-scope seeds to their buckets' streams; returns how many were sent."""
-    items = make_items([CrawlItem(u, fingerprint(u), depth=0) for u in seeds], Scope(config.scope, seeds))
+    items = seed_items(seeds, Scope(config.scope, seeds), config.frontier.order == "opic")
     addresses, _ = partition_of(config, backend)
     if addresses is not None:
         addresses.resolver = Resolver.from_config(config.fetch, SystemClock())

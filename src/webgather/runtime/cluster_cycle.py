@@ -44,7 +44,9 @@ from webgather.cluster.definition import CycleSpec
 from webgather.cluster.mapping import BucketTable
 from webgather.config import CrawlConfig, RecrawlConfig
 from webgather.recrawl.bootstrap import import_crawl
-from webgather.recrawl.cycle import check_config, plan, queue, section, state_path
+from webgather.recrawl.policy import check_config
+from webgather.recrawl.state import state_path
+from webgather.runtime.recrawl_cycle import plan, queue, section
 from webgather.recrawl.hooks import RecrawlHooks, RobotsReuse
 from webgather.recrawl.observe import UrlRecord
 from webgather.recrawl.policy import apportion

@@ -40,7 +40,7 @@ from collections.abc import Callable, Mapping
 
 from webgather.errors import Fenced
 from webgather.fetch.model import FetchResult
-from webgather.runtime.clock import Clock
+from webgather.clock import Clock
 from webgather.runtime.parts import HttpPort, NodeParts
 from webgather.urls import host_key
 

@@ -54,7 +54,7 @@ from webgather.cluster.router import Router
 from webgather.cluster.transport import Backend, UrlTransport
 from webgather.errors import BackendUnavailable
 from webgather.frontier.frontier import Frontier
-from webgather.recrawl.cycle import state_path
+from webgather.recrawl.state import state_path
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
 from webgather.runtime.cluster_budget import CycleBudget, chunk_size
 from webgather.runtime.cluster_permits import PagePermits, batch_size

@@ -60,7 +60,7 @@ from webgather.config import CrawlConfig
 from webgather.errors import ClusterError
 from webgather.frontier.bucket import BucketState
 from webgather.frontier.frontier import Frontier
-from webgather.recrawl.cycle import state_path
+from webgather.recrawl.state import state_path
 from webgather.recrawl.state import UrlState
 from webgather.runtime.cluster_restore import restore_from_store
 from webgather.urls import host_key

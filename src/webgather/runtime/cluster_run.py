@@ -46,7 +46,7 @@ from webgather.cluster.redis import RedisBackend
 from webgather.cluster.status import merge_summaries
 from webgather.config import REDIS_URL_ENV, CrawlConfig
 from webgather.errors import BackendUnavailable, ClusterError
-from webgather.runtime.clock import SystemClock
+from webgather.clock import SystemClock
 from webgather.runtime.cluster_crawl import start_crawl, start_cycle
 from webgather.store.crawllog import read_crawl_log
 from webgather.runtime.cluster_losses import loss_text

@@ -16,7 +16,7 @@ from typing import Any
 
 from webgather.config import CrawlConfig
 from webgather.errors import SeedError, StoreError, WriteFailed
-from webgather.runtime.clock import Clock, SystemClock
+from webgather.clock import Clock, SystemClock
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts, open_parts
 from webgather.runtime.progress import Progress

@@ -26,10 +26,9 @@ from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
 from webgather.runtime.parts import NodeParts
 from webgather.runtime.pipeline import (
-    HostFingerprints, RoutedUrls, extract_parsed, link_log_args, log_entry, make_items, unfetched_entry,
+    HostFingerprints, RoutedUrls, extract_parsed, link_log_args, log_entry, seed_items, unfetched_entry,
 )
 from webgather.runtime.robots_driver import RobotsDriver
-from webgather.urls import fingerprint
 
 if TYPE_CHECKING:
     from webgather.recrawl.hooks import FetchHooks
@@ -66,6 +65,7 @@ class CrawlNode:
         self._active: set[asyncio.Task[None]] = set()
         self._host_fp = HostFingerprints()
         self._routed = RoutedUrls()
+        self._opic = parts.config.frontier.order == "opic"
         self._slots = asyncio.Semaphore(parts.config.fetch.concurrency)
         self._linger = linger
         self._handle_signals = handle_signals
@@ -89,8 +89,7 @@ class CrawlNode:
         return fresh
 
     def add_seeds(self, seeds: Sequence[str]) -> int:
-        items = [CrawlItem(u, fingerprint(u), depth=0) for u in seeds]
-        items = make_items(items, self.parts.scope)
+        items = seed_items(seeds, self.parts.scope, self._opic)
         return len(self._route(items, self.parts.clock.monotonic()))
 
     # -- cluster hooks --------------------------------------------------------
@@ -240,15 +239,14 @@ class CrawlNode:
         if decision.retry:
             self.stats.retries += 1
             await parts.writer.write(result, log_entry(item, result, decision, self.node_id, 0), None)
-            backoff = parts.config.politeness.backoff_base_s * (2 ** item.attempt)
-            parts.frontier.retry(item, now, not_before=now + max(decision.not_before_s, backoff))
+            parts.frontier.retry(item, now, not_before=now + decision.retry_in_s, retry_after_s=decision.retry_after_s)
             return
         # The host may go again now; the page itself completes once its links and log line are stored.
         parts.frontier.release_host(item, now, response_time_s=result.elapsed_s, error=decision.host_error,
-                                    retry_after_s=decision.not_before_s or None)
+                                    retry_after_s=decision.retry_after_s)
         self._wakeup.set()
         extracted, decision = await extract_parsed(parts.parser, item, result, decision, parts.scope, self._host_fp,
-                                                   self._routed, want_text=self._hooks is not None)
+                                                   self._routed, want_text=self._hooks is not None, opic=self._opic)
         self.stats.links_found += extracted.links_found
         entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
         self._route(extracted.items, now)

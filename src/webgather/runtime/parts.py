@@ -24,7 +24,7 @@ from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
 from webgather.robots.gate import RobotsGate
 from webgather.runtime.affinity import allowed_cpus, pinned
-from webgather.runtime.clock import Clock, SystemClock
+from webgather.clock import Clock, SystemClock
 from webgather.runtime.parse_pool import ParsePool
 from webgather.runtime.stats import CrawlStats
 from webgather.scope import Scope

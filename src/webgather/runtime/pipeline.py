@@ -4,6 +4,13 @@ Order matters for crash safety: the links a page yields are added to the
 frontier (durably) and its crawl-log entry is written before the frontier marks
 the page done, so a kill -9 at any point loses no discovered URL; at worst the
 page is fetched again after a restart.
+
+OPIC (``opic=True``, ``frontier.order = "opic"``): an item's cash is ``-priority``.
+A page's cash is split evenly over its distinct followable links (those in
+scope, and every link routed before: its share must reach the URL even though
+it is queued or fetched already, :mod:`webgather.frontier.cash`), a redirect
+passes all of it to its target, a sitemap splits it over the URLs it lists;
+each seed starts with ``SEED_CASH``.
 """
 
 from __future__ import annotations
@@ -23,13 +30,15 @@ from webgather.scope import Scope
 from webgather.urls import canonicalize, fingerprint, host_key
 
 __all__ = [
-    "Extracted", "HostFingerprints", "RoutedUrls", "extract", "extract_parsed", "link_log_args", "log_entry", "make_items",
-    "robots_entry", "unfetched_entry",
+    "SEED_CASH", "Extracted", "HostFingerprints", "RoutedUrls", "extract", "extract_parsed", "link_log_args",
+    "log_entry", "make_items", "robots_entry", "seed_items", "unfetched_entry",
 ]
 
 log = logging.getLogger(__name__)
 
 LinkRecord = tuple[str, int, int, str, bool]
+SEED_CASH = 1.0
+"""OPIC cash each seed starts with (a fixed amount, so nodes need not agree on the number of seeds)."""
 
 
 @dataclass(slots=True)
@@ -107,21 +116,23 @@ def extract(
     routed: RoutedUrls,
     *,
     want_text: bool = True,
+    opic: bool = False,
 ) -> Extracted:
     """New crawl items (redirect target, links or sitemap URLs) and link-log records.
 
     ``want_text=False`` skips the page's visible text (``Extracted.text`` stays
-    ""): about 40% of the parse, wasted unless a re-crawl's SimHash reads it."""
+    ""): about 40% of the parse, wasted unless a re-crawl's SimHash reads it.
+    ``opic``: the items carry their share of the page's cash (module docstring)."""
     if decision.redirect_to is not None:
         target = CrawlItem(
-            decision.redirect_to, fingerprint(decision.redirect_to),
-            depth=item.depth, redirects=item.redirects + 1, priority=float(item.depth),
+            decision.redirect_to, fingerprint(decision.redirect_to), depth=item.depth,
+            redirects=item.redirects + 1, priority=min(item.priority, 0.0) if opic else float(item.depth),
         )
         return Extracted(make_items([target], scope), None)
     if decision.parse == "sitemap":
-        return _from_sitemap(result, scope)
+        return _cash_of_sitemap(item, _from_sitemap(result, scope), opic)
     if decision.parse == "page":
-        return _from_page(item, result, scope, host_fp, routed, want_text)
+        return _from_page(item, result, scope, host_fp, routed, want_text, opic)
     return Extracted([], None)
 
 
@@ -135,12 +146,13 @@ async def extract_parsed(
     routed: RoutedUrls,
     *,
     want_text: bool = True,
+    opic: bool = False,
 ) -> tuple[Extracted, Decision]:
     """:func:`extract` with the HTML page or sitemap parsed by ``pool`` (bounded in time, off
     the loop when it could be slow). A document the pool could not parse yields nothing
     (archived unparsed, no link-log record) and the decision returned carries the error kind."""
     if decision.redirect_to is not None or decision.parse not in ("page", "sitemap"):
-        return extract(item, result, decision, scope, host_fp, routed, want_text=want_text), decision
+        return extract(item, result, decision, scope, host_fp, routed, want_text=want_text, opic=opic), decision
     doc: ParsedPage | SitemapDoc | ParseFailure
     if decision.parse == "sitemap":
         doc = await pool.parse_sitemap(result.body)
@@ -150,19 +162,20 @@ async def extract_parsed(
         log.warning("%s not parsed: %s (%s)", item.url, doc.kind, doc.detail)
         return Extracted([], None), replace(decision, error=doc.kind)
     if isinstance(doc, SitemapDoc):
-        return _sitemap_items(doc, scope), decision
-    return _links_of(item, doc, scope, host_fp, routed), decision
+        return _cash_of_sitemap(item, _sitemap_items(doc, scope), opic), decision
+    return _links_of(item, doc, scope, host_fp, routed, opic), decision
 
 
 def _from_page(
     item: CrawlItem, result: FetchResult, scope: Scope, host_fp: HostFingerprints, routed: RoutedUrls,
-    want_text: bool,
+    want_text: bool, opic: bool = False,
 ) -> Extracted:
     page = parse_page(item.url, result.body, result.header("Content-Type"), want_text=want_text)
-    return _links_of(item, page, scope, host_fp, routed)
+    return _links_of(item, page, scope, host_fp, routed, opic)
 
 
-def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFingerprints, routed: RoutedUrls) -> Extracted:
+def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFingerprints, routed: RoutedUrls,
+              opic: bool = False) -> Extracted:
     depth = item.depth + 1
     records: list[LinkRecord] = []
     candidates: list[CrawlItem] = []
@@ -180,7 +193,29 @@ def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFing
     items = make_items(candidates, scope)
     for new in items:  # only what scope let in: a URL rejected as too deep may come back shallower
         routed.remember(new.url, known[new.url])
+    if opic:
+        items = _page_shares(item, items, known, {c.url for c in candidates}, depth)
     return Extracted(items, records, len(page.links), page.text)
+
+
+def _page_shares(item: CrawlItem, items: list[CrawlItem], known: dict[str, tuple[int, int]], new_urls: set[str],
+                 depth: int) -> list[CrawlItem]:
+    """OPIC: the page's new in-scope links and every link routed before (``known`` minus ``new_urls``:
+    its cash must reach the URL though it is queued or fetched already), each with an even share."""
+    if not item.priority < 0.0:
+        return [CrawlItem(i.url, i.fp, depth, 0, 0, 0.0) for i in items]
+    again = [(url, fps[0]) for url, fps in known.items() if url not in new_urls]
+    share = item.priority / max(1, len(items) + len(again))
+    return [CrawlItem(i.url, i.fp, depth, 0, 0, share) for i in items] + [
+        CrawlItem(url, fp, depth, 0, 0, share) for url, fp in again]
+
+
+def _cash_of_sitemap(item: CrawlItem, out: Extracted, opic: bool) -> Extracted:
+    """OPIC: the sitemap's URLs, each with an even share of its cash (none: 0)."""
+    if opic:
+        share = min(item.priority, 0.0) / max(1, len(out.items))
+        out.items = [CrawlItem(t.url, t.fp, t.depth, t.redirects, t.attempt, share, t.kind) for t in out.items]
+    return out
 
 
 def _from_sitemap(result: FetchResult, scope: Scope) -> Extracted:
@@ -203,6 +238,12 @@ def _sitemap_items(doc: SitemapDoc, scope: Scope) -> Extracted:
 def make_items(items: Iterable[CrawlItem], scope: Scope) -> list[CrawlItem]:
     """The items scope lets in (trap guards, host mode, depth, URL length)."""
     return [i for i in items if scope.reject(i.url, i.depth) is None]
+
+
+def seed_items(urls: Iterable[str], scope: Scope, opic: bool = False) -> list[CrawlItem]:
+    """The in-scope seeds as items (with ``SEED_CASH`` each under OPIC)."""
+    priority = -SEED_CASH if opic else 0.0
+    return make_items([CrawlItem(u, fingerprint(u), depth=0, priority=priority) for u in urls], scope)
 
 
 def log_entry(

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from webgather.store.crawllog import CrawlLog, read_crawl_log
 from webgather.store.cdxj import read_index, sort_index, surt
-from webgather.store.linklog import LinkLog, read_anchors, read_edges, read_link_graph
+from webgather.store.graphread import read_link_graph
+from webgather.store.linklog import LinkLog, read_anchors, read_edges
 from webgather.store.summary import read_summary, write_summary
 from webgather.store.warc import Archive, ArchiveRef
 from webgather.store.writer import ArchiveWriter, WriterStats

@@ -6,7 +6,7 @@ their URLs and hosts) and optionally the anchors (URLs of link targets).
 Pages are the unique fingerprints of link ends and fetched URLs; hosts the
 unique host fingerprints. The work on links is numpy (sort, unique,
 searchsorted); Python loops run over log lines and unique URLs only.
-Reached as :func:`webgather.store.linklog.read_link_graph`.
+Reached as :func:`read_link_graph` (also exported by :mod:`webgather.store`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from webgather.store.crawllog import CRAWL_LOG_NAME, load_crawl_log
 from webgather.store.linklog import ANCHORS_NAME, EDGE_DTYPE, LINKS_NAME, read_anchors, read_edges
 from webgather.urls import fingerprint, fingerprints, host_key
 
-__all__ = ["NOT_FETCHED_ERRORS", "build_link_graph", "fetched_pages", "unique_inverse"]
+__all__ = ["NOT_FETCHED_ERRORS", "build_link_graph", "fetched_pages", "read_link_graph", "unique_inverse"]
 
 NOT_FETCHED_ERRORS = frozenset({"robots", "robots_unavailable", "off_scope"})
 """Crawl-log errors that mean the URL was not fetched (docs/contracts.md, point 7)."""
@@ -135,3 +135,9 @@ def build_link_graph(crawl_dir: Path, *, anchor_urls: bool = True) -> LinkGraph:
         fetched=is_fetched,
         urls=_names_of(pages, np.concatenate((fetched_fps, fingerprints(extra))), known_urls),
     )
+
+
+def read_link_graph(crawl_dir: Path, *, anchor_urls: bool = True) -> LinkGraph:
+    """Every node's link log under ``crawl_dir`` as a :class:`~webgather.linkgraph.LinkGraph`
+    (:func:`build_link_graph`)."""
+    return build_link_graph(crawl_dir, anchor_urls=anchor_urls)

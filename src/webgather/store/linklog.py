@@ -22,10 +22,9 @@ import numpy as np
 
 from webgather.appendio import append_bytes
 from webgather.errors import CorruptState, StoreError
-from webgather.linkgraph import LinkGraph
 from webgather.store.gzmember import gzip_unit, iter_members, scan_units
 
-__all__ = ["ANCHORS_NAME", "EDGE_DTYPE", "LINKS_NAME", "Link", "LinkLog", "anchor_line", "read_anchors", "read_edges", "read_link_graph"]
+__all__ = ["ANCHORS_NAME", "EDGE_DTYPE", "LINKS_NAME", "Link", "LinkLog", "anchor_line", "read_anchors", "read_edges"]
 
 LINKS_NAME = "links.bin"
 ANCHORS_NAME = "anchors.jsonl.gz"
@@ -166,14 +165,3 @@ def _member_pages(member: bytes, path: Path) -> Iterator[dict[str, Any]]:
         if not isinstance(page, dict):
             raise CorruptState(f"{path}: line {number} of a member is not a JSON object")
         yield page
-
-
-def read_link_graph(crawl_dir: Path, *, anchor_urls: bool = True) -> LinkGraph:
-    """Every node's link log under ``crawl_dir`` as a :class:`~webgather.linkgraph.LinkGraph`.
-
-    See :func:`webgather.store.graphread.build_link_graph` (kept in its own
-    module, which reads this one).
-    """
-    from webgather.store.graphread import build_link_graph
-
-    return build_link_graph(crawl_dir, anchor_urls=anchor_urls)

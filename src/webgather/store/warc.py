@@ -21,13 +21,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from webgather import __version__
-from webgather.config import StoreConfig
 from webgather.appendio import append_bytes
+from webgather.config import StoreConfig
 from webgather.errors import StoreError, WriteFailed
 from webgather.fetch.model import FetchResult
-from webgather.store import records
 from webgather.store.cdxj import INDEX_NAME, cdxj_line
 from webgather.store.gzmember import gzip_unit
+from webgather.store.records import (
+    REVISIT_PROFILES, RevisitProfile, WarcRecord, iso_date, request_record, response_record, revisit_record, sha1_digest,
+    warcinfo_record,
+)
 from webgather.store.recovery import repair_index, repair_warc
 
 __all__ = ["GZIP_LEVEL", "PREFIX", "Archive", "ArchiveRef", "check_fetch", "check_revisit", "closed_files",
@@ -132,13 +135,13 @@ class Archive:
         date = self._date(result)
         self._ensure_file(date)
         response_id, request_id = self._ids(), self._ids()
-        response = records.response_record(result, response_id, date, request_id, self._warcinfo_id)
-        request = records.request_record(result, request_id, date, response_id, self._warcinfo_id)
+        response = response_record(result, response_id, date, request_id, self._warcinfo_id)
+        request = request_record(result, request_id, date, response_id, self._warcinfo_id)
         assert response.payload_digest is not None
         return self._write_unit(result, response, request, result.content_type)
 
     def write_revisit(
-        self, result: FetchResult, original: ArchiveRef, profile: records.RevisitProfile
+        self, result: FetchResult, original: ArchiveRef, profile: RevisitProfile
     ) -> ArchiveRef:
         """Write a revisit record pointing at ``original`` (and its request if configured)."""
         check_revisit(result, original, profile)
@@ -146,10 +149,10 @@ class Archive:
         self._ensure_file(date)
         revisit_id, request_id = self._ids(), self._ids()
         refers = (original.record_id, original.url or result.url, original.date, original.payload_digest)
-        revisit = records.revisit_record(result, revisit_id, date, profile, refers, self._warcinfo_id)
+        revisit = revisit_record(result, revisit_id, date, profile, refers, self._warcinfo_id)
         request = None
         if self.config.revisit_request_records:
-            request = records.request_record(result, request_id, date, revisit_id, self._warcinfo_id)
+            request = request_record(result, request_id, date, revisit_id, self._warcinfo_id)
         return self._write_unit(result, revisit, request, "warc/revisit")
 
     def rotate(self) -> tuple[list[str], int]:
@@ -168,10 +171,10 @@ class Archive:
     def _date(self, result: FetchResult) -> str:
         if self._now_iso is not None:
             return self._now_iso()
-        return records.iso_date(check_fetch(result).started_at)
+        return iso_date(check_fetch(result).started_at)
 
     def _write_unit(
-        self, result: FetchResult, first: records.WarcRecord, request: records.WarcRecord | None, mime: str
+        self, result: FetchResult, first: WarcRecord, request: WarcRecord | None, mime: str
     ) -> ArchiveRef:
         unit, length = self._encode((first.data,) if request is None else (first.data, request.data))
         digest = first.payload_digest or ""
@@ -218,7 +221,7 @@ class Archive:
         self._seq += 1
         self._name, self._path, self._size, self._has_records = name, path, 0, False
         self._warcinfo_id = self._ids()
-        info = records.warcinfo_record(self._warcinfo_id, date, name, _warcinfo_fields(self.node))
+        info = warcinfo_record(self._warcinfo_id, date, name, _warcinfo_fields(self.node))
         self._append(self._encode((info.data,))[0])
 
     def _close_file(self) -> None:
@@ -244,10 +247,10 @@ def check_revisit(result: FetchResult, original: ArchiveRef, profile: str) -> No
     check_fetch(result)
     if result.status is None:
         raise StoreError(f"revisit of {result.url} without a response")
-    if profile not in records.REVISIT_PROFILES:
+    if profile not in REVISIT_PROFILES:
         raise StoreError(f"unknown revisit profile {profile!r}")
     if profile == "identical-payload-digest":
-        digest = records.sha1_digest(result.raw_body)
+        digest = sha1_digest(result.raw_body)
         if digest != original.payload_digest:
             raise StoreError(f"{result.url}: payload {digest} differs from the original's")
 

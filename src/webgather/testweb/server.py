@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import NamedTuple, cast
 
 from webgather.errors import ConfigError
-from webgather.runtime.clock import Clock, SystemClock
+from webgather.clock import Clock, SystemClock
 from webgather.testweb.graph import WebModel
 from webgather.testweb.latency import LatencyModel
 from webgather.testweb.records import RequestRecord

@@ -10,7 +10,7 @@ from webgather.config import FetchConfig, load
 from webgather.errors import ConfigError, ForbiddenAddress
 from webgather.fetch.guard import AddressGuard, is_private
 from webgather.fetch.resolver import Resolver
-from webgather.runtime.clock import FakeClock
+from webgather.clock import FakeClock
 from webgather.urls import canonicalize, hostname
 
 PRIVATE = [

@@ -11,7 +11,7 @@ import pytest
 from webgather.config import FetchConfig
 from webgather.errors import ConfigError, DnsFailed
 from webgather.fetch.resolver import DnsCache, Resolver, load_resolve_file, parse_resolve_text
-from webgather.runtime.clock import FakeClock
+from webgather.clock import FakeClock
 
 
 def test_resolve_file_parses_comments_case_and_ipv6(tmp_path: Path) -> None:

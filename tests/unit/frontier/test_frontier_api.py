@@ -102,10 +102,14 @@ def test_retry_puts_the_item_back_at_the_head_with_attempt_plus_one(open_frontie
     assert got is not None
     f.retry(got, 1.0, not_before=10.0)
     assert f.pending() == 2 and f.in_flight() == 0
+    other, _ = f.next_ready(2.0)  # the host backs off one step (1 s), not until the item's retry
+    assert other is not None and other.url == "http://a.test/2"
+    f.complete(other, 2.0)
     assert f.next_ready(9.0) == (None, 10.0)
     again, _ = f.next_ready(10.0)
     assert again is not None and again.url == got.url and again.attempt == 1
     f.complete(again, 10.0)
+    assert f.is_done()
 
 
 def test_max_pages_per_host_counts_instead_of_queueing(open_frontier) -> None:  # type: ignore[no-untyped-def]

@@ -12,7 +12,7 @@ from webgather.config import CrawlConfig, RobotsConfig
 from webgather.errors import Fenced
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
-from webgather.runtime.clock import FakeClock
+from webgather.clock import FakeClock
 from webgather.runtime.cluster_fence import FencedHttp, Lease
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import open_parts

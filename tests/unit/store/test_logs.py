@@ -11,7 +11,8 @@ import pytest
 
 from webgather.errors import AnalysisError, CorruptState, StoreError
 from webgather.store.crawllog import CrawlLog, read_crawl_log
-from webgather.store.linklog import EDGE_DTYPE, LinkLog, read_anchors, read_edges, read_link_graph
+from webgather.store.graphread import read_link_graph
+from webgather.store.linklog import EDGE_DTYPE, LinkLog, read_anchors, read_edges
 from webgather.store.summary import read_summary, write_summary
 from webgather.urls import fingerprint, host_key
 

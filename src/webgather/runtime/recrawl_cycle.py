@@ -2,8 +2,8 @@
 
 A cycle (:func:`run_cycle`) opens the node's parts on ``config.out_dir`` (the
 frontier and archive of the crawl being kept fresh) and its
-:class:`~.state.UrlState` (started from the crawl log and the archive when
-the crawl was made without re-crawl state: :mod:`.bootstrap`), then:
+:class:`~webgather.recrawl.state.UrlState` (started from the crawl log and the archive when
+the crawl was made without re-crawl state: :mod:`webgather.recrawl.bootstrap`), then:
 
 1. *plans*: the revisit policy (``recrawl.policy``) picks the active pages due
    now (:func:`~.policy.plan_revisits`) within the cycle's budget minus the
@@ -38,40 +38,18 @@ from webgather.errors import ConfigError
 from webgather.frontier.model import CrawlItem
 from webgather.recrawl.bootstrap import import_crawl
 from webgather.recrawl.hooks import RecrawlHooks, RobotsReuse
-from webgather.recrawl.policy import POLICIES, expected_freshness_now, plan_revisits
-from webgather.recrawl.state import STATE_NAME, CycleRow, UrlState
-from webgather.runtime.clock import Clock, SystemClock
+from webgather.recrawl.policy import check_config, expected_freshness_now, plan_revisits
+from webgather.recrawl.state import CycleRow, UrlState, state_path
+from webgather.clock import Clock, SystemClock
 from webgather.runtime.crawl import merge_seeds
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts, open_parts
 from webgather.store.summary import write_summary
 
-__all__ = ["MAX_DEAD_LISTED", "check_config", "plan", "queue", "run_continuous", "run_cycle", "section", "state_path"]
+__all__ = ["MAX_DEAD_LISTED", "plan", "queue", "run_continuous", "run_cycle", "section"]
 
 MAX_DEAD_LISTED = 10_000
 """Dead URLs listed by name in a summary (the count is always exact)."""
-
-
-def state_path(out_dir: Path) -> Path:
-    """Where a node directory keeps its re-crawl state."""
-    return Path(out_dir) / "state" / STATE_NAME
-
-
-def check_config(cfg: RecrawlConfig) -> None:
-    """:class:`ConfigError` for settings a cycle cannot run with."""
-    checks = [
-        (cfg.policy in POLICIES, f"recrawl.policy must be one of {', '.join(POLICIES)}"),
-        (cfg.cycle_s > 0, "recrawl.cycle_s must be > 0"),
-        (cfg.budget_per_cycle is None or cfg.budget_per_cycle >= 1, "recrawl.budget_per_cycle must be >= 1"),
-        (0.0 <= cfg.new_url_share <= 1.0, "recrawl.new_url_share must be in [0, 1]"),
-        (cfg.dead_after_failures >= 1, "recrawl.dead_after_failures must be >= 1"),
-        (0 <= cfg.near_dup_max_bits < 16, "recrawl.near_dup_max_bits must be in 0..15"),
-        (cfg.max_interval_s > 0 and cfg.page_life_s > 0, "recrawl.max_interval_s and page_life_s must be > 0"),
-        (cfg.prior_weight >= 0 and cfg.history_max >= 1, "recrawl.prior_weight >= 0 and history_max >= 1"),
-    ]
-    for ok, message in checks:
-        if not ok:
-            raise ConfigError(message)
 
 
 async def run_cycle(

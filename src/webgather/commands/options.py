@@ -1,0 +1,143 @@
+"""The command line's crawl, cluster and re-crawl options, and the config they make.
+
+Shared by ``crawl``, ``recrawl`` and ``node`` (each command module imports this one,
+none imports another for its options). Options map one-to-one onto config fields
+(see :mod:`webgather.config`); a ``--config FILE`` (TOML) and ``WEBGATHER_*``
+variables sit below them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from typing import Any
+
+from webgather.commands.redis_url import add_redis_file_option
+from webgather.config import CrawlConfig, load
+from webgather.errors import ConfigError
+
+__all__ = [
+    "add_cluster_options", "add_crawl_options", "add_recrawl_options", "check_combinations", "config_from_args",
+    "parse_duration", "recrawl_cli",
+]
+
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from ``90``, ``90s``, ``30m``, ``6h``, ``1.5d`` or ``1w``."""
+    match = _DURATION.match(text)
+    if match is None or float(match.group(1)) <= 0:
+        raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 90s, 30m, 6h, 1d)")
+    return float(match.group(1)) * _UNITS[match.group(2) or "s"]
+
+
+def add_cluster_options(parser: argparse.ArgumentParser) -> None:
+    """``--workers N`` / ``--redis URL --crawl NAME``: a cluster crawl (see webgather.runtime.cluster_run)."""
+    add = parser.add_argument
+    add("--workers", type=int, default=None, help="crawl with N node processes on this machine")
+    add("--redis", default=None, help="Redis URL of a cluster crawl, or @FILE holding it (default: WEBGATHER_REDIS_URL "
+        "if --crawl is given, else with --workers an embedded one under --out)")
+    add("--crawl", default=None, help="name of the cluster crawl in that Redis (other nodes join it by name)")
+    add("--buckets", type=int, default=None, help="M of the two-stage mapping (fixed per crawl; default 4096)")
+    add("--partition-by", choices=["host", "ip"], default=None,
+        help="partition hosts over nodes by host, or by address (as first resolved; per-IP caps hold cluster-wide)")
+    add("--node-id", default=None, help="with --redis and no --workers: this node's id")
+    add("--shared-store", default=None, metavar="URL",
+        help="file:///path or s3://bucket/prefix: closed WARCs and bucket checkpoints go there, so that a "
+             "lost node and its disk lose nothing (part of the crawl's definition: nodes need not repeat it)")
+    add_redis_file_option(parser)
+
+
+def add_crawl_options(parser: argparse.ArgumentParser) -> None:
+    add = parser.add_argument
+    add("--out", default=None, help="output directory (WARC, logs, state); default crawl-out")
+    add("--config", default=None, help="TOML config file")
+    add("--resolve", default=None, help='static "host address" map: resolve once, keep in a file')
+    add("--max-pages", type=int, default=None, help="stop after this many pages")
+    add("--delay", type=float, default=None, help="minimum seconds between requests to one host")
+    add("--concurrency", type=int, default=None, help="requests in flight overall")
+    add("--per-ip", type=int, default=None, help="concurrent requests per IP address")
+    add("--scope", choices=["seed-hosts", "domains", "any"], default=None, help="which hosts to follow")
+    add("--domain", action="append", default=None, help="with --scope domains: a domain to crawl (repeatable)")
+    add("--max-depth", type=int, default=None, help="link hops from a seed")
+    add("--max-pages-per-host", type=int, default=None)
+    add("--max-url-length", type=int, default=None)
+    add("--max-repeated-segments", type=int, default=None, help="trap guard: a path segment repeated more times is skipped")
+    add("--user-agent", default=None, help="User-Agent with a contact URL")
+    add("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt (only for servers you own)")
+    add("--no-progress", action="store_true", help="no live progress display")
+    add("--pin-cpu", default=None, help='keep the node on one CPU: "auto" (default), "off", or a CPU index')
+    add("--allow-address", action="append", default=None, metavar="CIDR",
+        help="connect to this private network even so (repeatable; e.g. 127.0.0.0/8 for a testweb on loopback)")
+
+
+def add_recrawl_options(parser: argparse.ArgumentParser, *, continuous: bool = False) -> None:
+    add = parser.add_argument
+    if continuous:
+        add("--continuous", action="store_true", help="keep re-crawling the collection in --out, one cycle per --cycle")
+        add("--max-cycles", type=int, default=None, help="with --continuous: stop after this many cycles")
+    add("--cycle", type=parse_duration, default=None, metavar="DURATION", help="cycle length (e.g. 6h, 1d)")
+    add("--policy", choices=["uniform", "proportional", "optimal"], default=None, help="revisit policy")
+    add("--budget", type=int, default=None, help="page fetches per cycle (revisits and new URLs)")
+    add("--new-share", type=float, default=None, help="share of the budget kept for never-seen URLs")
+    add("--no-conditional", action="store_true", help="no If-None-Match / If-Modified-Since")
+    add("--no-dedup", action="store_true", help="store unchanged payloads again instead of revisit records")
+
+
+def recrawl_cli(args: argparse.Namespace) -> dict[str, Any]:
+    """The re-crawl settings given on the command line (None: not given)."""
+    return {
+        "recrawl.cycle_s": getattr(args, "cycle", None),
+        "recrawl.policy": getattr(args, "policy", None),
+        "recrawl.budget_per_cycle": getattr(args, "budget", None),
+        "recrawl.new_url_share": getattr(args, "new_share", None),
+        "recrawl.conditional_get": False if getattr(args, "no_conditional", False) else None,
+        "recrawl.dedup": False if getattr(args, "no_dedup", False) else None,
+    }
+
+
+def config_from_args(args: argparse.Namespace) -> CrawlConfig:
+    cli: dict[str, Any] = {
+        "out_dir": args.out,
+        "fetch.resolve_file": args.resolve,
+        "max_pages": args.max_pages,
+        "politeness.min_delay_s": args.delay,
+        "fetch.concurrency": args.concurrency,
+        "politeness.per_ip_connections": args.per_ip,
+        "scope.mode": args.scope,
+        "scope.domains": tuple(args.domain) if args.domain else None,
+        "scope.max_depth": args.max_depth,
+        "scope.max_pages_per_host": args.max_pages_per_host,
+        "scope.max_url_length": args.max_url_length,
+        "scope.max_repeated_segments": args.max_repeated_segments,
+        "fetch.user_agent": args.user_agent,
+        "robots.obey": False if args.ignore_robots else None,
+        "progress": False if args.no_progress else None,
+        "pin_cpu": args.pin_cpu,
+        "fetch.allow_addresses": tuple(args.allow_address) if args.allow_address else None,
+    }
+    cli.update(recrawl_cli(args))
+    cli["cluster.n_buckets"] = getattr(args, "buckets", None)
+    cli["cluster.partition_by"] = getattr(args, "partition_by", None)
+    cli["cluster.shared_store"] = getattr(args, "shared_store", None)
+    return load(args.config, None, cli)
+
+
+_RECRAWL_FLAGS = (("cycle", "--cycle"), ("policy", "--policy"), ("budget", "--budget"), ("new_share", "--new-share"),
+                  ("no_conditional", "--no-conditional"), ("no_dedup", "--no-dedup"), ("max_cycles", "--max-cycles"))
+
+
+def check_combinations(args: argparse.Namespace) -> None:
+    """One-line errors for options that would otherwise be silently ignored."""
+    given = [flag for name, flag in _RECRAWL_FLAGS if getattr(args, name, None) not in (None, False)]
+    if given and not getattr(args, "continuous", False):
+        raise ConfigError(f"{', '.join(given)} only apply to re-crawl cycles: add --continuous "
+                          "(or run webgather recrawl DIR on a finished crawl)")
+    if getattr(args, "continuous", False) and args.max_pages is not None:
+        raise ConfigError("--max-pages does not apply to --continuous: use --budget (page fetches per cycle)")
+    if getattr(args, "node_id", None) and getattr(args, "workers", None):
+        raise ConfigError("--node-id names this process as a node of a --redis crawl; --workers names its workers w0..")
+    if getattr(args, "shared_store", None) and not (getattr(args, "workers", None) or getattr(args, "redis", None)):
+        raise ConfigError("--shared-store applies to a cluster crawl: add --workers N or --redis URL --crawl NAME")

@@ -1,0 +1,50 @@
+"""What ``crawl``, ``recrawl`` and ``node`` print at the end of a crawl or a cycle."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+__all__ = ["print_cycle", "print_summary"]
+
+
+def print_summary(summary: dict[str, Any]) -> None:
+    status = ", ".join(f"{k}: {v}" for k, v in summary.get("status", {}).items())
+    errors = ", ".join(f"{k}: {v}" for k, v in summary.get("errors", {}).items()) or "none"
+    print(
+        f"pages {summary['pages']}  in {summary['wall_s']} s  ({summary['pages_per_s']} pages/s, "
+        f"{summary['cpu_ms_per_page']} ms CPU/page, peak RSS {summary['peak_rss_mib']} MiB)\n"
+        f"status  {status}\nerrors  {errors}\n"
+        f"robots.txt fetches {summary['robots_fetches']}, retries {summary['retries']}, "
+        f"links found {summary['links_found']}, new URLs {summary['urls_new']}\n"
+        f"finished: {summary['finished']}   (summary.json and WARC files in the output directory)"
+    )
+    if summary.get("print_json"):
+        print(json.dumps(summary, indent=2))
+
+
+def print_cycle(summary: dict[str, Any]) -> None:
+    if summary.get("backend_error"):  # a cluster cycle whose Redis stayed away: the workers stopped
+        print(f"backend: {summary['backend_error']}", file=sys.stdout)
+    if not summary.get("recrawl"):
+        print("cycle stopped before any node reported it; it resumes on the next run", file=sys.stdout)
+        return
+    r = summary["recrawl"]
+    counts, totals = r["counts"], r["totals"]
+    status = ", ".join(f"{k}: {v}" for k, v in summary.get("status", {}).items()) or "none"
+    print(
+        f"cycle {r['cycle']} ({r['policy']}, budget {r['budget'] or 'none'}): "
+        f"{'done' if r['cycle_done'] else 'stopped, resumes on the next run'}\n"
+        f"fetches {counts.get('fetches', 0)}: new pages {counts.get('new_pages', 0)}, "
+        f"revisits {counts.get('revisits', 0)} of {r['planned_revisits']} planned "
+        f"(changed {counts.get('changed', 0)}, 304 {counts.get('not_modified', 0)}, "
+        f"same digest {counts.get('same_digest', 0)}), robots.txt {summary.get('robots_fetches', 0)}\n"
+        f"status  {status}\n"
+        f"archived {counts.get('bytes_archived', 0)} payload bytes; near-duplicates {counts.get('near_duplicates', 0)}\n"
+        f"URLs {totals['urls']}: active {totals['active']}, dead {totals['dead']} "
+        f"(new this cycle: {len(r['dead_this_cycle'])}); estimated freshness now {r['estimated_freshness']}",
+        file=sys.stdout,
+    )
+    for url, reason in r["dead_this_cycle"][:20]:
+        print(f"  dead ({reason}) {url}")
