@@ -44,6 +44,9 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     add("--partition-by", choices=["host", "ip"], default=None,
         help="partition hosts over nodes by host, or by address (as first resolved; per-IP caps hold cluster-wide)")
     add("--node-id", default=None, help="with --redis and no --workers: this node's id")
+    add("--shared-store", default=None, metavar="URL",
+        help="file:///path or s3://bucket/prefix: closed WARCs and bucket checkpoints go there, so that a "
+             "lost node and its disk lose nothing (part of the crawl's definition: nodes need not repeat it)")
     add_redis_file_option(parser)
 
 
@@ -118,6 +121,7 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
     cli.update(recrawl_cli(args))
     cli["cluster.n_buckets"] = getattr(args, "buckets", None)
     cli["cluster.partition_by"] = getattr(args, "partition_by", None)
+    cli["cluster.shared_store"] = getattr(args, "shared_store", None)
     return load(args.config, None, cli)
 
 
@@ -135,3 +139,5 @@ def check_combinations(args: argparse.Namespace) -> None:
         raise ConfigError("--max-pages does not apply to --continuous: use --budget (page fetches per cycle)")
     if getattr(args, "node_id", None) and getattr(args, "workers", None):
         raise ConfigError("--node-id names this process as a node of a --redis crawl; --workers names its workers w0..")
+    if getattr(args, "shared_store", None) and not (getattr(args, "workers", None) or getattr(args, "redis", None)):
+        raise ConfigError("--shared-store applies to a cluster crawl: add --workers N or --redis URL --crawl NAME")

@@ -39,6 +39,11 @@ def validate(config: CrawlConfig) -> None:
         (_networks_ok(config.fetch.allow_addresses), "fetch.allow_addresses: each must be an address or CIDR network"),
         (0 <= config.cluster.lease_margin_s and config.cluster.lease_margin_s + 2 * config.cluster.heartbeat_s
          < config.cluster.member_ttl_s, "need 0 <= cluster.lease_margin_s < member_ttl_s - 2 * heartbeat_s"),
+        (config.cluster.shared_store is None or config.cluster.shared_store.startswith(("file:///", "s3://")),
+         "cluster.shared_store must be file:///path or s3://bucket/prefix"),
+        (config.cluster.checkpoint_s > 0 and (config.cluster.shared_store is None
+                                              or config.cluster.checkpoint_s < config.cluster.claim_idle_s),
+         "need 0 < cluster.checkpoint_s, and below cluster.claim_idle_s with a shared store"),
     ]
     for ok, message in checks:
         if not ok:

@@ -163,6 +163,13 @@ class ClusterConfig:
     lease_margin_s: float = 0.25
     """Fencing: a node starts no request later than ``member_ttl_s - lease_margin_s`` after its last renewal
     (the others declare it dead ``heartbeat_s + lease_margin_s`` after its heartbeat expired)."""
+    shared_store: str | None = None
+    """Where what must outlive a machine goes (``file:///path`` or ``s3://bucket/prefix``): closed WARC
+    files and their CDXJ, and every bucket's checkpoint; a dead node's buckets are restored from it
+    (:mod:`webgather.runtime.checkpoint`). None: nothing leaves the nodes' own disks."""
+    checkpoint_s: float = 10.0
+    """With a shared store: how often a node uploads its closed WARC files and checkpoints its buckets
+    (what a lost node fetched since its last checkpoint is fetched again). Below ``claim_idle_s``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -62,6 +62,7 @@ class Frontier:
         self.hosts_of_bucket: dict[int, set[str]] = {}
         self.accepted: dict[str, int] = {}
         self.in_flight_items: dict[int, str] = {}
+        self.flying: dict[int, CrawlItem] = {}  # the items themselves: a checkpoint counts them as queued
         self._released: set[int] = set()  # in flight, but their hosts were released
         self.parked = Parked(self._requeue)  # retries waiting for their time: in flight for the queues
         self.queued = 0
@@ -137,6 +138,7 @@ class Frontier:
         item, head = self.queues.pop(host)
         self.policy.set_head(host, head, now)
         self.in_flight_items[item.fp] = host
+        self.flying[item.fp] = item
         self.queued -= 1
         return item, now
 
@@ -387,6 +389,7 @@ class Frontier:
 
     def _take_in_flight(self, item: CrawlItem) -> str:
         host = self.in_flight_items.pop(item.fp, None)
+        self.flying.pop(item.fp, None)
         if host is None:
             raise FrontierError(f"{item.url!r} is not in flight")
         return host

@@ -122,6 +122,8 @@ class BucketKeeper:
         """Set at shutdown: the loops end (a cancellation can be lost inside the Redis client)."""
         self.rows: RowPort | None = None
         """The node's re-crawl rows, moved with its buckets (None: none kept)."""
+        self.before_send: Callable[[Sequence[int]], Awaitable[None]] | None = None
+        """Awaited before exported bucket states are sent (a shared store: ship the WARCs of their pages)."""
         self.log: list[tuple[float, str, int]] = []
         """(wall time, "ready"|"lost", bucket): when buckets became ready here or left (tests check fetches)."""
 
@@ -345,6 +347,8 @@ class BucketKeeper:
         states = [self._fixed_clocks(frontier.export_bucket(b), now) for b in buckets]
         rows = [self.rows.export(b) if self.rows is not None else [] for b in buckets]
         self.crawl.forget_hosts(hosts)
+        if self.before_send is not None:
+            await self.before_send(buckets)
         await self._send_states(states, rows)  # all sent before any is dropped: a crash re-sends, never loses
         for state, bucket_rows in zip(states, rows, strict=True):
             if state.items or state.hosts or len(state.seen_keys):

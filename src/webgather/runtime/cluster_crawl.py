@@ -12,7 +12,9 @@
 * :func:`run_cluster_node` runs one node under ``DIR/nodes/<node>/`` (its
   own WARC files, crawl log, state and summary), holding the node's lock; in a
   re-crawl cycle (counter ``recrawl.cycle`` > 0) as that cycle's node
-  (:mod:`webgather.runtime.cluster_cycle`).
+  (:mod:`webgather.runtime.cluster_cycle`); with a shared store, beside its
+  checkpoint loop (:mod:`webgather.runtime.checkpoint`), and it ships its last
+  WARC files there once its archive is closed.
 * :func:`start_cycle` starts a re-crawl cycle (its settings stored, then a run),
   or resumes the unfinished one; :func:`current_cycle` is the latest one.
 
@@ -22,6 +24,7 @@ bucket. Every start sends them again; the owner's seen-test drops repeats.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import signal
 from collections import defaultdict
@@ -43,6 +46,7 @@ from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
 from webgather.recrawl.policy import check_config
 from webgather.clock import Clock, SystemClock
+from webgather.runtime.checkpoint import Checkpointer
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
 from webgather.runtime.cluster_cycle import NodeCycle, cycle_config
 from webgather.runtime.cluster_frontier import keyed_frontier
@@ -51,6 +55,7 @@ from webgather.runtime.cluster_recovery import NodeLock
 from webgather.runtime.parts import open_parts
 from webgather.runtime.pipeline import seed_items
 from webgather.scope import Scope
+from webgather.store.shared import claim_store, open_store
 from webgather.store.summary import write_summary
 from webgather.urls import host_key
 
@@ -158,6 +163,10 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
     spec = await current_cycle(backend)
     if spec is not None:
         config = cycle_config(config, spec)
+    store = await asyncio.to_thread(open_store, config.cluster.shared_store) if config.cluster.shared_store else None
+    if store is not None:
+        await asyncio.to_thread(claim_store, store, epoch)
+    checkpoints: Checkpointer | None = None
     with NodeLock(node_dir):
         async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds,
                               n_buckets=config.cluster.n_buckets, frontier_cls=frontier_cls) as parts:
@@ -170,10 +179,14 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
             try:
                 node = ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls,
                                    addresses=addresses, cycle=cycle)
-                summary = await _run_node(node, on_start, handle_signals)
+                checkpoints = Checkpointer(node, store) if store is not None else None
+                summary = await _run_node(node, on_start, handle_signals, checkpoints)
             finally:
                 if cycle is not None:
                     cycle.close()
+        if checkpoints is not None:  # the archive is closed now: ship its last files
+            await asyncio.to_thread(checkpoints.ship_all)
+            summary["shared_store"] = dict(checkpoints.counts)
         write_summary(node_dir, summary)
     if node.failure is not None:
         raise node.failure
@@ -181,23 +194,28 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
 
 
 async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] | None,
-                    handle_signals: bool) -> dict[str, Any]:
+                    handle_signals: bool, checkpoints: Checkpointer | None) -> dict[str, Any]:
+    looping = asyncio.get_running_loop().create_task(checkpoints.run()) if checkpoints is not None else None
     try:
         if on_start is not None:
             on_start(node)
         if handle_signals:
             _install_signals(node)
         summary = await node.run()
+        if checkpoints is not None and summary["end"] == "left":
+            await checkpoints.ack_held()
         if node.cycle is not None:
             summary["recrawl"] = node.cycle.finish(summary["end"] == "done")
         return summary
     finally:
+        if looping is not None and checkpoints is not None:  # before the rows close: a checkpoint reads them
+            looping.cancel()
+            await asyncio.gather(looping, return_exceptions=True)
+            checkpoints.close()
         node.rows.close()
 
 
 def _install_signals(node: ClusterNode) -> None:
-    import asyncio
-
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, node.leave)
     loop.add_signal_handler(signal.SIGINT, node.stop)

@@ -19,8 +19,10 @@ then calls :func:`recover_node`:
    bucket's stream (the new owner awaits exactly that), then drop them from the
    dead state so that a later restart of the node does not hand them over twice.
 3. If there is no such directory (the node ran on another machine whose disk
-   we cannot see), send an empty hand-off for each of its buckets: the new owners
-   start those buckets empty.
+   we cannot see, or its disk is lost): with a shared store, send each bucket's
+   last checkpoint from there (:mod:`webgather.runtime.cluster_restore`);
+   without one, an empty hand-off for each of its buckets: the new owners start
+   those buckets empty.
 
 What a crash costs, precisely:
 
@@ -39,6 +41,7 @@ What a crash costs, precisely:
   again if rediscovered (its seen keys are gone); its WARC files are gone with
   its disk. Batches it had read and not acked are still recovered (they are in
   Redis). ``unrecoverable_buckets`` counts the buckets that started empty.
+  With a shared store, the checkpoints bound this: see :mod:`webgather.runtime.checkpoint`.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ from webgather.frontier.bucket import BucketState
 from webgather.frontier.frontier import Frontier
 from webgather.recrawl.state import state_path
 from webgather.recrawl.state import UrlState
+from webgather.runtime.cluster_restore import restore_from_store
 from webgather.urls import host_key
 
 __all__ = ["NodeLock", "lock_held", "recover_node"]
@@ -161,6 +165,10 @@ async def recover_node(dead: str, buckets: tuple[int, ...], *, nodes_dir: Path, 
     if node_dir.is_dir() and not lock.acquire():
         return {"node": dead, "skipped": "alive again"}
     try:
+        if not (node_dir / "state").is_dir() and config.cluster.shared_store:
+            return await restore_from_store(dead, buckets, store_url=config.cluster.shared_store,
+                                            n_buckets=config.cluster.n_buckets, transport=transport,
+                                            coordinator=coordinator)
         if not (node_dir / "state").is_dir():
             await send_many(transport, [(bucket, encode_handoff(dead, 0, BucketState(bucket, config.cluster.n_buckets)))
                                         for bucket in buckets])

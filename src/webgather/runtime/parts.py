@@ -85,6 +85,10 @@ class WriterPort:
         self.writer.submit_log(entry)
         await self._durable()
 
+    async def rotate(self) -> tuple[list[str], int]:
+        """Close the WARC file being written: :meth:`ArchiveWriter.rotate`."""
+        return await self.writer.rotate()
+
     async def _durable(self) -> None:
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)

@@ -33,7 +33,8 @@ from webgather.store.records import (
 )
 from webgather.store.recovery import repair_index, repair_warc
 
-__all__ = ["GZIP_LEVEL", "PREFIX", "Archive", "ArchiveRef", "check_fetch", "check_revisit", "random_record_id"]
+__all__ = ["GZIP_LEVEL", "PREFIX", "Archive", "ArchiveRef", "check_fetch", "check_revisit", "closed_files",
+           "random_record_id"]
 
 PREFIX = "webgather"
 GZIP_LEVEL: int | None = None
@@ -154,6 +155,12 @@ class Archive:
             request = request_record(result, request_id, date, revisit_id, self._warcinfo_id)
         return self._write_unit(result, revisit, request, "warc/revisit")
 
+    def rotate(self) -> tuple[list[str], int]:
+        """Close the file being written (the next record opens a new one); returns the names of
+        this node's files (all closed now) and the index's length, every line of which is theirs."""
+        self._close_file()
+        return closed_files(self.warc_dir, self.node), os.fstat(self._index_fd).st_size
+
     def close(self) -> None:
         """Close the files; the archive cannot be written afterwards."""
         self._close_file()
@@ -221,6 +228,11 @@ class Archive:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+def closed_files(warc_dir: Path, node: str) -> list[str]:
+    """Names of ``node``'s WARC files in ``warc_dir``, in order (closed if its archive is closed or rotated)."""
+    return sorted(p.name for p in Path(warc_dir).glob(f"{PREFIX}-{node}-*.warc*") if p.name.endswith((".warc", ".gz")))
 
 
 def check_fetch(result: FetchResult) -> FetchResult:

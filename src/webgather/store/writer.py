@@ -216,6 +216,12 @@ class ArchiveWriter:
         done.result()
         self._check()
 
+    async def rotate(self) -> tuple[list[str], int]:
+        """Write what was submitted, close the WARC file being written; ``Archive.rotate``'s answer."""
+        done: Future[tuple[list[str], int]] = Future()
+        await self._put_async(_Job("rotate", done=done))
+        return await asyncio.wrap_future(done)
+
     def close(self) -> None:
         """Write everything, close the files and stop the thread. Idempotent."""
         if not self._closed:
@@ -320,10 +326,10 @@ class ArchiveWriter:
             job.done.set_exception(self._failure())
 
     def _handle(self, job: _Job) -> None:
-        if job.kind == "flush":
+        if job.kind in ("flush", "rotate"):
             self._flush_logs()
             assert job.done is not None
-            job.done.set_result(None)
+            job.done.set_result(self.archive.rotate() if job.kind == "rotate" else None)
             return
         assert job.entry is not None
         if job.kind == "log":

@@ -1,0 +1,64 @@
+"""The durability invariant with a shared store: 3 node processes with separate --out directories;
+one is killed -9 mid-crawl and its --out deleted. Every URL of the closure that has a response must
+end with a response record in a surviving WARC (shared store or a surviving node's directory), and
+the pages fetched twice are at most what the lost node started since its last checkpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from durability_helpers import run_scenario
+
+from s3_helpers import moto_s3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["file", "s3"])
+async def test_kill_9_and_delete_of_a_node_loses_no_page(tmp_path: Path, kind: str) -> None:
+    if kind == "file":
+        outcome = await run_scenario(tmp_path, (tmp_path / "shared").as_uri())
+    else:
+        with moto_s3("wg-durability"):
+            outcome = await run_scenario(tmp_path, "s3://wg-durability/crawl")
+    print(outcome.row(), outcome.counters)
+    assert outcome.exit_codes == {"a": 0, "b": -9, "c": 0}
+    assert outcome.missing == [], outcome.row()
+    assert outcome.archived == outcome.closure > 100
+    assert outcome.refetched <= outcome.bound, outcome.row()
+    assert outcome.counters.get("restored_buckets", 0) > 0
+    assert outcome.counters.get("unrecoverable_buckets", 0) == 0
+    assert outcome.cdxj_mismatch == []
+
+
+async def test_workers_ship_every_warc_with_its_cdxj_to_the_shared_store(tmp_path: Path) -> None:
+    """``crawl --workers 2 --shared-store``: the setting travels in the crawl's definition; at the end
+    every WARC file of both workers is in the store with one CDXJ line per response record."""
+    import asyncio
+    import sys
+
+    from cluster_crawl_helpers import cluster_config, small_web, write_toml
+    from durability_helpers import _responses
+    from cluster_process_helpers import finish
+
+    from webgather.testweb import TestWebServer, WebModel
+
+    params = small_web()
+    shared = tmp_path / "shared"
+    async with TestWebServer(WebModel(params)) as srv:
+        config = cluster_config(params, tmp_path / "crawl", srv.write_resolve_file(tmp_path / "r.txt"),
+                                checkpoint_s=1.0)
+        toml = write_toml(config, tmp_path / "crawl.toml")
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "webgather", "crawl", srv.home_url(0), "--out", str(tmp_path / "crawl"),
+            "--config", str(toml), "--no-progress", "--workers", "2", "--shared-store", shared.as_uri(),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+        code, output = await finish(proc, 60.0)
+    assert code == 0, output
+    local = sorted(p.name for p in (tmp_path / "crawl").glob("nodes/*/warc/*.warc.gz"))
+    assert {n[:len("webgather-w0")] for n in local} == {"webgather-w0", "webgather-w1"}
+    assert sorted(p.name for p in (shared / "warc").iterdir()) == local
+    for name in local:
+        lines = (shared / "cdxj" / f"{name}.cdxj").read_text().splitlines()
+        assert len(lines) == len(_responses(shared / "warc" / name)) and all(name in line for line in lines)
+    assert len(list((shared / "checkpoints").glob("w*/manifest.json"))) == 2

@@ -1,0 +1,187 @@
+"""Bucket checkpoints: the snapshot (items in flight count as queued), the held acks, the order
+snapshot -> put -> ack, and the restore of a dead node's buckets from the shared store."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from webgather.cluster.inprocess import InProcessHub
+from webgather.cluster.mapping import bucket_of
+from webgather.cluster.wire import Handoff, decode, encode_batch, encode_handoff
+from webgather.config import CrawlConfig, FrontierConfig, PolitenessConfig
+from webgather.errors import StoreError
+from webgather.frontier.frontier import Frontier
+from webgather.frontier.model import CrawlItem
+from webgather.runtime.checkpoint import Checkpointer, HeldAcks, checkpoint_key, manifest_key, snapshot_bucket
+from webgather.clock import FakeClock
+from webgather.runtime.cluster_restore import restore_from_store
+from webgather.store.shared import FileStore
+from webgather.urls import fingerprint
+
+M = 64
+HOST = "a.test"
+BUCKET = bucket_of(HOST, M)
+assert BUCKET not in (5, 6)
+
+
+def _item(url: str) -> CrawlItem:
+    return CrawlItem(url, fingerprint(url))
+
+
+def _frontier() -> Frontier:
+    f = Frontier.open(None, FrontierConfig(), PolitenessConfig(min_delay_s=1.0), n_buckets=M)
+    f.add([_item(f"http://{HOST}/{i}") for i in range(3)], 0.0)
+    return f
+
+
+def test_a_snapshot_queues_the_items_in_flight_and_bounds_a_held_hosts_wait() -> None:
+    f = _frontier()
+    taken, _ = f.next_ready(0.0)
+    assert taken is not None
+    assert taken not in f.export_bucket(BUCKET).items  # a hand-off export leaves it out...
+    f.defer_host(HOST, math.inf)  # held, as during a hand-off
+    state = snapshot_bucket(f, BUCKET, {HOST: [f.flying[taken.fp]]}, 2.5)
+    assert sorted(i.url for i in state.items) == [f"http://{HOST}/{i}" for i in range(3)]  # ...a checkpoint does not
+    assert [c.wait_s for c in state.hosts] == [2.5]
+    f.complete(taken, 1.0)
+    assert f.flying == {}
+    f.close()
+
+
+async def test_held_acks_reach_the_stream_only_when_the_checkpoint_acks_them() -> None:
+    hub = InProcessHub(M, FakeClock())
+    held = HeldAcks(hub.transport("n"))
+    await held.send(BUCKET, encode_batch("x", 1, [_item(f"http://{HOST}/9")]))
+    got = await held.receive([BUCKET], 10, 0)
+    assert await held.ack(BUCKET, [got[0].delivery_id]) == 1
+    assert await held.pending_count(BUCKET) == 1  # still in the stream
+    taken = held.take()
+    assert taken == {BUCKET: [got[0].delivery_id]} and held.take() == {}
+    held.give_back(taken)
+    assert held.take() == taken
+    await held.inner.ack(BUCKET, taken[BUCKET])
+    assert await held.pending_count(BUCKET) == 0
+
+
+class _FailingStore(FileStore):
+    def put_bytes(self, key: str, data: bytes) -> None:
+        raise StoreError("store down")
+
+
+def _fake_node(frontier: Frontier, transport: Any, out: Path) -> Any:
+    async def rotate() -> tuple[list[str], int]:
+        return [], 0
+
+    parts = SimpleNamespace(frontier=frontier, writer=SimpleNamespace(rotate=rotate), clock=FakeClock(),
+                            config=CrawlConfig(), out_dir=out)
+    keeper = SimpleNamespace(transport=transport, lock=asyncio.Lock(), rows=None, before_send=None)
+    ownership = SimpleNamespace(ready={BUCKET}, leaving=set(), version=7)
+    return SimpleNamespace(parts=parts, keeper=keeper, ownership=ownership, node_id="n", idle=lambda: True)
+
+
+async def test_a_checkpoint_puts_the_buckets_then_acks_and_a_failed_one_acks_nothing(tmp_path: Path) -> None:
+    hub = InProcessHub(M, FakeClock())
+    frontier = _frontier()
+    in_flight, _ = frontier.next_ready(0.0)
+    node = _fake_node(frontier, hub.transport("n"), tmp_path / "out")
+    await node.keeper.transport.send(BUCKET, encode_batch("x", 1, [_item(f"http://{HOST}/0")]))
+    delivery = (await node.keeper.transport.receive([BUCKET], 10, 0))[0]
+    failing = Checkpointer(node, _FailingStore(tmp_path / "down"))
+    await node.keeper.transport.ack(BUCKET, [delivery.delivery_id])  # the receive loop's ack: held
+    assert await failing.checkpoint() is False
+    assert await hub.transport("n").pending_count(BUCKET) == 1  # kept for the next checkpoint
+    failing.close()
+    store = FileStore(tmp_path / "shared")
+    good = Checkpointer(node, store)  # wraps the wrapper: the held ids move with failing.acks
+    good.acks = failing.acks
+    assert await good.checkpoint() is True
+    assert await hub.transport("n").pending_count(BUCKET) == 0
+    message = decode(store.get_bytes(checkpoint_key("n", BUCKET)) or b"")
+    assert isinstance(message, Handoff) and message.sender == "n" and message.seq == 7
+    assert in_flight is not None and in_flight.url in {i.url for i in message.state.items}
+    assert len(message.state.items) == 3 and len(message.state.seen_keys) == 3
+    assert json.loads(store.get_bytes(manifest_key("n")) or b"")["buckets"] == [BUCKET]
+    good.close()
+    frontier.close()
+
+
+async def test_restore_sends_each_checkpoint_or_an_empty_handoff(tmp_path: Path) -> None:
+    hub = InProcessHub(M, FakeClock())
+    store = FileStore(tmp_path / "shared")
+    frontier = _frontier()
+    store.put_bytes(checkpoint_key("d", BUCKET), encode_handoff("d", 3, frontier.export_bucket(BUCKET)))
+    store.put_bytes(checkpoint_key("d", 5), b"garbage")
+    store.put_bytes(manifest_key("d"), json.dumps({"node": "d", "version": 3, "buckets": [BUCKET, 5]}).encode())
+    other = 6
+    done = await restore_from_store("d", (BUCKET, 5, other), store_url=store.url, n_buckets=M,
+                                    transport=hub.transport("r"), coordinator=hub.coordinator())
+    assert done["restored_buckets"] == 1 and done["items"] == 3 and done["unrecoverable_buckets"] == 1
+    reader = hub.transport("new")
+    sent = {d.bucket: decode(d.payload) for d in await reader.receive([BUCKET, 5, other], 10, 0)}
+    assert all(isinstance(m, Handoff) and m.sender == "d" for m in sent.values())
+    assert len(sent[BUCKET].state.items) == 3  # type: ignore[union-attr]
+    assert not sent[5].state.items and len(sent[5].state.seen_keys) == 0  # type: ignore[union-attr]
+    assert not sent[other].state.items  # type: ignore[union-attr]
+    counters = await hub.coordinator().counters()
+    assert counters["restored_buckets"] == 1 and counters["unrecoverable_buckets"] == 1
+    frontier.close()
+
+
+async def test_restore_without_any_checkpoint_reports_every_bucket_unrecoverable(tmp_path: Path) -> None:
+    hub = InProcessHub(M, FakeClock())
+    store = FileStore(tmp_path / "shared")
+    done = await restore_from_store("d", (1, 2), store_url=store.url, n_buckets=M,
+                                    transport=hub.transport("r"), coordinator=hub.coordinator())
+    assert done["unrecoverable_buckets"] == 2
+    assert (await hub.coordinator().counters())["unrecoverable_buckets"] == 2
+    assert len(await hub.transport("new").receive([1, 2], 10, 0)) == 2
+
+
+@pytest.mark.parametrize("url", ["file://host/x", "ftp://x"])
+async def test_restore_from_a_bad_url_is_a_config_error(url: str) -> None:
+    from webgather.errors import ConfigError
+
+    hub = InProcessHub(M, FakeClock())
+    with pytest.raises(ConfigError):
+        await restore_from_store("d", (1,), store_url=url, n_buckets=M, transport=hub.transport("r"),
+                                 coordinator=hub.coordinator())
+
+
+async def test_after_a_leave_every_held_ack_goes_out_without_a_checkpoint(tmp_path: Path) -> None:
+    hub = InProcessHub(M, FakeClock())
+    node = _fake_node(_frontier(), hub.transport("n"), tmp_path / "out")
+    store = FileStore(tmp_path / "shared")
+    checkpoints = Checkpointer(node, store)
+    await node.keeper.transport.send(BUCKET, encode_batch("x", 1, [_item(f"http://{HOST}/0")]))
+    delivery = (await node.keeper.transport.receive([BUCKET], 10, 0))[0]
+    await node.keeper.transport.ack(BUCKET, [delivery.delivery_id])
+    assert await hub.transport("n").pending_count(BUCKET) == 1
+    await checkpoints.ack_held()
+    assert await hub.transport("n").pending_count(BUCKET) == 0 and store.list() == []
+    checkpoints.close()
+    node.parts.frontier.close()
+
+
+async def test_a_handoff_waits_for_its_warcs_to_reach_the_store(tmp_path: Path) -> None:
+    calls: list[int] = []
+
+    async def rotate() -> tuple[list[str], int]:
+        calls.append(1)
+        if len(calls) < 3:
+            raise StoreError("store down")
+        return [], 0
+
+    node = _fake_node(_frontier(), InProcessHub(M, FakeClock()).transport("n"), tmp_path / "out")
+    node.parts.writer.rotate = rotate
+    checkpoints = Checkpointer(node, FileStore(tmp_path / "shared"))
+    await asyncio.wait_for(node.keeper.before_send([BUCKET]), 5.0)
+    assert len(calls) == 3 and checkpoints.counts["ship_retries"] == 2
+    checkpoints.close()
+    node.parts.frontier.close()
