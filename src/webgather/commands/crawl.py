@@ -60,6 +60,7 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt (only for servers you own)")
     add("--no-progress", action="store_true", help="no live progress display")
     add("--pin-cpu", default=None, help='keep the node on one CPU: "auto" (default), "off", or a CPU index')
+    add("--source-address", default=None, help="local IP address this node's connections come from")
 
 
 def config_from_args(args: argparse.Namespace) -> CrawlConfig:
@@ -80,6 +81,7 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
         "robots.obey": False if args.ignore_robots else None,
         "progress": False if args.no_progress else None,
         "pin_cpu": args.pin_cpu,
+        "fetch.source_address": args.source_address,
     }
     from webgather.commands.recrawl import recrawl_cli
 
@@ -112,6 +114,9 @@ def check_combinations(args: argparse.Namespace) -> None:
         raise ConfigError("--max-pages does not apply to --continuous: use --budget (page fetches per cycle)")
     if getattr(args, "node_id", None) and getattr(args, "workers", None):
         raise ConfigError("--node-id names this process as a node of a --redis crawl; --workers names its workers w0..")
+    if getattr(args, "source_address", None) and getattr(args, "workers", None):
+        raise ConfigError("--source-address is one node's address; with several nodes start each with "
+                          "webgather node --source-address ADDRESS")
 
 
 def _main(args: argparse.Namespace) -> int:

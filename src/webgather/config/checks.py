@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+
 from webgather.config.sections import CrawlConfig
 from webgather.errors import ConfigError
 
@@ -34,7 +36,19 @@ def validate(config: CrawlConfig) -> None:
         (config.parse.max_seconds > 0, "parse.max_seconds must be > 0"),
         (config.parse.workers >= 1, "parse.workers must be >= 1"),
         (config.parse.inline_max_tags >= 0 and config.parse.inline_max_bytes >= 0, "parse.inline_max_tags and inline_max_bytes must be >= 0"),
+        (_is_ip(config.fetch.source_address), "fetch.source_address must be an IP address literal"),
     ]
     for ok, message in checks:
         if not ok:
             raise ConfigError(message)
+
+
+def _is_ip(value: str | None) -> bool:
+    """None (no binding) or an IPv4/IPv6 literal: a name would need DNS at every connect."""
+    if value is None:
+        return True
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True

@@ -68,6 +68,8 @@ class FetchConfig:
     """Kept-alive connections waiting for their host's next request (oldest closed first)."""
     http_client: Literal["native", "aiohttp"] = "native"
     """The HTTP/1.1 transport: ours over asyncio protocols (less CPU per fetch), or aiohttp's."""
+    source_address: str | None = None
+    """Local IP address that outgoing connections bind to (a node's own address; per node, not per crawl)."""
 
 
 @dataclass(frozen=True, slots=True)
