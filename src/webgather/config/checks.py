@@ -37,6 +37,11 @@ def validate(config: CrawlConfig) -> None:
         (config.parse.workers >= 1, "parse.workers must be >= 1"),
         (config.parse.inline_max_tags >= 0 and config.parse.inline_max_bytes >= 0, "parse.inline_max_tags and inline_max_bytes must be >= 0"),
         (_is_ip(config.fetch.source_address), "fetch.source_address must be an IP address literal"),
+        (config.cluster.partition_by != "gnp" or len(config.cluster.gnp_landmarks) >= 2,
+         'cluster.partition_by "gnp" needs at least 2 cluster.gnp_landmarks (URLs every node httppings)'),
+        (min(config.cluster.gnp_k, config.cluster.gnp_dims, config.cluster.gnp_samples) >= 1,
+         "cluster.gnp_k, gnp_dims and gnp_samples must be >= 1"),
+        (config.cluster.gnp_modulus_ms > 0 and config.cluster.gnp_wait_s > 0, "cluster.gnp_modulus_ms and gnp_wait_s must be > 0"),
     ]
     for ok, message in checks:
         if not ok:

@@ -134,8 +134,9 @@ class ClusterConfig:
 
     n_buckets: int = 4096
     """M of the two-stage mapping: partition key -> bucket (hash mod M) -> node. Fixed per crawl."""
-    partition_by: Literal["host", "ip"] = "host"
-    """Partition key: the host, or its address as first resolved by any node (a per-IP cap then holds cluster-wide)."""
+    partition_by: Literal["host", "ip", "gnp"] = "host"
+    """Partition key: the host, or its address as first resolved by any node (a per-IP cap then holds cluster-wide),
+    or "gnp": a host goes to one of its K nearest nodes by GNP coordinates (see runtime.cluster_gnp)."""
     batch_urls: int = 64
     """R: a bucket's cross URLs are sent once this many are waiting..."""
     batch_wait_s: float = 0.05
@@ -155,6 +156,18 @@ class ClusterConfig:
     """A bucket taken from a dead node starts empty if no recovered state arrives within this time."""
     max_outage_s: float = 300.0
     """While the backend (Redis) is unreachable a node pauses and retries; after this long it stops, keeping its state."""
+    gnp_landmarks: tuple[str, ...] = ()
+    """With partition_by "gnp": URLs of small pages (>= 2) every node httppings to place itself (GNP landmarks)."""
+    gnp_k: int = 3
+    """With partition_by "gnp": a host goes to one of its K nearest nodes, chosen at random (the study's TopK)."""
+    gnp_dims: int = 2
+    """Dimensions of the GNP coordinate space."""
+    gnp_samples: int = 5
+    """httpping requests per measurement (the noise filter keeps the fullest ``gnp_modulus_ms`` buckets)."""
+    gnp_modulus_ms: float = 5.0
+    """Bucket width of the httpping noise filter."""
+    gnp_wait_s: float = 2.0
+    """A new host waits this long for the nodes' measurements, then falls back to the two-stage mapping."""
 
 
 @dataclass(frozen=True, slots=True)

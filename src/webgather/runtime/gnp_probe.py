@@ -10,9 +10,9 @@ that got no response are left out; a host none of whose samples answered has
 no figure (it is never published, and the host falls back to the two-stage
 mapping when nobody measured it).
 
-:class:`Measurer` is one node's loop: first the landmarks (the node's probe,
-published in ``gnp:probes``: the node's coordinates come from it), then, for
-ever, every host any node asked about (``gnp:asks``, read from the index it has
+:class:`Measurer` is one node's loop: the landmarks once (the node's probe,
+published in ``gnp:probes``: the node's coordinates come from it) and, from the
+start and for ever, every host any node asked about (``gnp:asks``, read from the index it has
 reached), published in ``gnp:lat:<host>``. It uses its own HTTP client (the
 node's fetch settings, so the same source address), outside the crawl's
 politeness: a few requests per host and node, as in the study.
@@ -103,16 +103,21 @@ class Measurer:
         return len(fresh)
 
     async def run(self) -> None:
-        """Probe the landmarks, then measure asked hosts until cancelled (retrying while the backend is away)."""
-        while self.probe is None:
-            try:
-                await self.probe_landmarks()
-                break
-            except BackendUnavailable:
-                await asyncio.sleep(RETRY_S)
+        """Probe the landmarks and, meanwhile and after, measure asked hosts until cancelled
+        (retrying while the backend is away): others wait for this node's figures."""
+        async with asyncio.TaskGroup() as group:
+            group.create_task(self._probe_retrying())
+            while True:
+                try:
+                    if not await self.step():
+                        await asyncio.sleep(POLL_S)
+                except BackendUnavailable:
+                    await asyncio.sleep(RETRY_S)
+
+    async def _probe_retrying(self) -> None:
         while True:
             try:
-                if not await self.step():
-                    await asyncio.sleep(POLL_S)
+                await self.probe_landmarks()
+                return
             except BackendUnavailable:
                 await asyncio.sleep(RETRY_S)
