@@ -72,7 +72,8 @@ def test_source_address_is_checked_and_stays_local_to_a_node() -> None:
 
 def test_latency_model_spec_and_cli_errors(capsys: pytest.CaptureFixture[str]) -> None:
     assert parse_latency_model("cities:3", seed=2) == LatencyModel(seed=2, n_cities=3)
-    for bad in ("cities", "cities:0", "cities:x", "towns:4", "cities:65"):
+    assert parse_latency_model("cities:3:200", seed=2) == LatencyModel(seed=2, n_cities=3, per_unit_s=0.2)
+    for bad in ("cities", "cities:0", "cities:x", "towns:4", "cities:65", "cities:4:", "cities:4:0", "cities:4:x"):
         with pytest.raises(ConfigError, match="cities:N"):
             parse_latency_model(bad, seed=0)
     assert main(["testweb", "serve", "--hosts", "1", "--latency-model", "bogus", "--out", "/nonexistent/x"]) == 2

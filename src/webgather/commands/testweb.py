@@ -38,8 +38,9 @@ def register(sub: Any) -> None:
     _web_options(serve)
     serve.add_argument("--out", default="testweb-out", help="directory for resolve.txt and seeds.txt")
     serve.add_argument("--latency", action="store_true", help="add the synthetic per-client latency model (cities:4)")
-    serve.add_argument("--latency-model", default=None, metavar="cities:N",
-                       help="per-(client address, host) delay: clients and hosts hashed into N cities")
+    serve.add_argument("--latency-model", default=None, metavar="cities:N[:MS]",
+                       help="per-(client address, host) delay: clients and hosts hashed into N cities, "
+                            "MS ms per unit of distance (default 50)")
     serve.add_argument("--prerender", action="store_true",
                        help="render content pages into the cache before serving (benchmarks: keeps render CPU out of the crawl)")
     serve.add_argument("--cache-mib", type=int, default=256, help="render cache size (default 256 MiB)")

@@ -58,8 +58,11 @@ class LatencyModel:
 
 
 def parse_latency_model(spec: str, seed: int) -> LatencyModel:
-    """``cities:N`` (N in 1..64) -> the model with N cities; anything else is a ConfigError."""
-    kind, _, count = spec.partition(":")
-    if kind != "cities" or not count.isdigit() or not 1 <= int(count) <= 64:
-        raise ConfigError(f"--latency-model must be cities:N with N in 1..64, got {spec!r}")
-    return LatencyModel(seed=seed, n_cities=int(count))
+    """``cities:N`` or ``cities:N:MS`` (N in 1..64 cities; MS: ms of delay per unit of distance,
+    1..10000, default 50: the unit square's side) -> the model; anything else is a ConfigError."""
+    kind, count, *more = spec.split(":") if ":" in spec else (spec, "")
+    scale = more[0] if len(more) == 1 else "50" if not more else ""
+    if kind != "cities" or not count.isdigit() or not 1 <= int(count) <= 64 \
+            or not scale.isdigit() or not 1 <= int(scale) <= 10_000:
+        raise ConfigError(f"--latency-model must be cities:N or cities:N:MS (N in 1..64, MS in 1..10000), got {spec!r}")
+    return LatencyModel(seed=seed, n_cities=int(count), per_unit_s=int(scale) / 1000.0)
