@@ -83,3 +83,37 @@ async def test_nodes_publish_probes_and_latencies_that_follow_the_latency_model(
     for host in hosts[3:]:
         for node, address in clients.items():  # measured = the model's delay + loopback costs (< 10 ms here)
             assert 0 <= lat[host][node] - 1000 * model.latency_s(address, host) < 10
+
+
+class _LosesCancellations:
+    """A position book whose ``asked`` swallows a cancellation, as the Redis client can."""
+
+    def __init__(self, hub: InProcessHub) -> None:
+        self.inner = positions_of(hub)
+        self.lost = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    async def asked(self, start: int) -> list[str]:
+        try:
+            await asyncio.sleep(1.0)  # the node ends (0.2 s) while the measurer waits in here
+        except asyncio.CancelledError:
+            self.lost += 1
+        return await self.inner.asked(start)
+
+
+async def test_the_measurer_ends_with_the_node_even_if_a_cancellation_is_lost() -> None:
+    from webgather.config import ClusterConfig, CrawlConfig
+    from webgather.runtime.cluster_gnp import GnpPlacements, running_measurer
+
+    hub = InProcessHub(64)
+    book = _LosesCancellations(hub)
+    config = CrawlConfig(cluster=ClusterConfig(n_buckets=64, partition_by="gnp",
+                                               gnp_landmarks=("http://l1.test:9/", "http://l2.test:9/")),
+                         fetch=FetchConfig(connect_timeout_s=0.5))
+    placements = GnpPlacements(book, hub.coordinator(), config, SystemClock(), node="n1")  # type: ignore[arg-type]
+    resolver = Resolver(SystemClock(), static={"l1.test": "127.0.0.1", "l2.test": "127.0.0.1"})
+    result = await asyncio.wait_for(running_measurer(placements, config, resolver, SystemClock(),
+                                                     asyncio.sleep(0.2, result="done")), 5.0)
+    assert result == "done" and book.lost >= 1

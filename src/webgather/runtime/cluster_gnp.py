@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -52,7 +53,7 @@ from webgather.cluster.mapping import BucketTable, bucket_key
 from webgather.cluster.positions import Placement, PositionBook
 from webgather.cluster.transport import AddressBook
 from webgather.config import CrawlConfig
-from webgather.errors import ClusterError
+from webgather.errors import ClusterError, WebgatherError
 from webgather.fetch.http import HttpClient
 from webgather.fetch.resolver import Resolver
 from webgather.runtime.clock import Clock
@@ -62,6 +63,7 @@ from webgather.urls import fingerprint
 
 __all__ = ["GnpPlacements", "running_measurer"]
 
+log = logging.getLogger(__name__)
 POLL_S = 0.02
 """How often a placing node looks whether the others have measured its hosts."""
 T = TypeVar("T")
@@ -123,8 +125,16 @@ class GnpPlacements(SharedAddresses):
             if self.clock.monotonic() >= deadline:
                 break
             await asyncio.sleep(POLL_S)
-        return {h: choose_placement(h, measured.get(h, {}), coords, table, self.cluster.gnp_k, self.rng)
-                or fallback(h, self.cluster.n_buckets) for h in hosts}
+        return {h: self._choose(h, measured.get(h, {}), coords, table) for h in hosts}
+
+    def _choose(self, host: str, measured: dict[str, float], coords: dict[str, np.ndarray],
+                table: BucketTable) -> Placement:
+        try:
+            placement = choose_placement(host, measured, coords, table, self.cluster.gnp_k, self.rng)
+        except (WebgatherError, ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:  # a bad fit: not fatal
+            log.warning("GNP: cannot place %s (%s); it gets the two-stage bucket", host, exc)
+            placement = None
+        return placement or fallback(host, self.cluster.n_buckets)
 
     async def _coordinates(self) -> dict[str, np.ndarray]:
         """Node coordinates, fitted again only when the published probes changed."""
@@ -147,6 +157,7 @@ async def running_measurer(placements: GnpPlacements, config: CrawlConfig, resol
         try:
             return await work
         finally:
+            measurer.stop()  # and cancel: a cancellation alone can be lost inside the Redis client
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task

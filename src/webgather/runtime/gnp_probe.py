@@ -71,6 +71,7 @@ class Measurer:
         """How far this node has read ``gnp:asks``."""
         self.measured: set[str] = set()
         self.probe: tuple[float, ...] | None = None
+        self.stopped = False
 
     async def _measure(self, urls: Sequence[str]) -> list[float | None]:
         slots = asyncio.Semaphore(CONCURRENCY)
@@ -107,15 +108,19 @@ class Measurer:
         (retrying while the backend is away): others wait for this node's figures."""
         async with asyncio.TaskGroup() as group:
             group.create_task(self._probe_retrying())
-            while True:
+            while not self.stopped:
                 try:
                     if not await self.step():
                         await asyncio.sleep(POLL_S)
                 except BackendUnavailable:
                     await asyncio.sleep(RETRY_S)
 
+    def stop(self) -> None:
+        """End :meth:`run` at its next step (a cancellation can be lost inside the Redis client)."""
+        self.stopped = True
+
     async def _probe_retrying(self) -> None:
-        while True:
+        while not self.stopped:
             try:
                 await self.probe_landmarks()
                 return
