@@ -88,7 +88,8 @@ async def test_a_measured_host_goes_near_and_an_unmeasured_one_falls_back_for_ev
     assert a.placements["s.test"].node == "a" and a.key("s.test") == bucket_key(a.placements["s.test"].bucket, M)
     assert a.placements["nobody.test"] == fallback("nobody.test", M)
     assert await book.asked(0)  # the hosts were asked for
-    assert a.placed + b.placed == 1 and a.fallbacks + b.fallbacks == 1
+    assert a.placed + b.placed == 1  # one GNP placement won; the fallback is the same whoever publishes it
+    assert 1 <= a.fallbacks + b.fallbacks <= 2
     late = _placements(hub, "c")
     await late.refresh()
     assert late.placements == a.placements and late.key("zz.test") is None

@@ -9,7 +9,10 @@ in GNP coordinates. Live, on the two-stage mapping (host -> bucket -> node):
   (:mod:`webgather.cluster.positions`).
 * Placing (:class:`GnpPlacements`, this module): a node that meets a host with
   no placement (a link, a batch or hand-off from another node) asks for it,
-  waits until every node of the table measured it (at most ``gnp_wait_s``),
+  waits until ``gnp_dims + 1`` nodes of the table measured it (GNP places a host from
+  that many anchors, and the nodes that answer first are the near ones: their
+  httpping is the shortest; the others' distances are predicted from the
+  coordinates) and every node has coordinates, at most ``gnp_wait_s``,
   fits the coordinates (:mod:`webgather.cluster.gnp_assign`) and picks one of the
   K nearest nodes, then one of *that node's buckets*. The placement is
   published set-if-absent, like the shared addresses of ``--partition-by ip``:
@@ -120,7 +123,8 @@ class GnpPlacements(SharedAddresses):
             coords = await self._coordinates()
             measured = await self.positions.get_latencies(hosts)
             expected = set(table.nodes)
-            if all(expected <= set(measured.get(h, {})) for h in hosts) and expected <= set(coords):
+            quorum = min(len(expected), self.cluster.gnp_dims + 1)
+            if expected <= set(coords) and all(len(expected & set(measured.get(h, {}))) >= quorum for h in hosts):
                 break
             if self.clock.monotonic() >= deadline:
                 break
