@@ -21,6 +21,11 @@ in far fewer evaluations in 50-80 unknowns; ``method="Nelder-Mead"`` runs the
 documents' optimizer instead. Seeded random restarts (an injected numpy
 ``Generator``) guard against a poor local minimum; the best fit wins.
 
+Live (no landmark-landmark pings): crawler nodes can measure web hosts but not
+each other, so :func:`fit_bipartite` fits N nodes and L landmark hosts together
+from the N x L latencies alone (the same relative error, over measured pairs);
+sites are then placed against the *nodes* (:func:`place` with the nodes as anchors).
+
 Noise: httpping samples are noisy (queueing, retransmits). :func:`filter_samples`
 is the documents' "statistically weighted mean": bucket the samples by a modulus,
 keep the three most frequent buckets, average the samples in them.
@@ -44,6 +49,7 @@ from webgather.errors import AnalysisError, ConfigError
 __all__ = [
     "choose_node",
     "filter_samples",
+    "fit_bipartite",
     "fit_landmarks",
     "place",
     "predict",
@@ -141,6 +147,52 @@ def fit_landmarks(
         if loss < best_loss:
             best_loss, best_x = loss, x
     return best_x.reshape(n, dims)
+
+
+def _completed(lat: FloatArray) -> FloatArray:
+    """A full (A+B) x (A+B) matrix from A x B latencies: within-side distances guessed
+    as the midpoint of their triangle bounds (a start point for the fit, nothing more)."""
+    def side(m: FloatArray) -> FloatArray:
+        lower = np.abs(m[:, None, :] - m[None, :, :]).max(axis=2)
+        upper = (m[:, None, :] + m[None, :, :]).min(axis=2)
+        return np.asarray(0.5 * (lower + upper), dtype=np.float64)
+    a = lat.shape[0]
+    full = np.zeros((a + lat.shape[1],) * 2)
+    full[:a, :a], full[a:, a:] = side(lat), side(lat.T)
+    full[:a, a:], full[a:, :a] = lat, lat.T
+    np.fill_diagonal(full, 0.0)
+    return full
+
+
+def fit_bipartite(latency: FloatArray, dims: int, rng: np.random.Generator,
+                  restarts: int = 2) -> tuple[FloatArray, FloatArray]:
+    """Coordinates of A vantage points ``(A, dims)`` and B targets ``(B, dims)`` from their
+    ``A x B`` latencies only (the live cluster: nodes measure landmark hosts, never each other)."""
+    lat = np.asarray(latency, dtype=np.float64)
+    _check_method("L-BFGS-B", dims)
+    if lat.ndim != 2 or lat.shape[0] < 2 or lat.shape[1] < 2:
+        raise AnalysisError(f"bipartite latencies must be at least 2 x 2, got {lat.shape}")
+    _check_positive(lat, "latencies from nodes to landmarks")
+    a, b = lat.shape
+
+    def loss(flat: FloatArray) -> tuple[float, FloatArray]:
+        x = flat.reshape(-1, dims)
+        diff = x[:a, None, :] - x[None, a:, :]
+        dist = np.sqrt((diff**2).sum(axis=2))
+        err = (lat - dist) / lat
+        coef = (-2.0 * err / (lat * np.maximum(dist, 1e-12)))[:, :, None] * diff
+        return float((err**2).sum()), np.vstack([coef.sum(axis=1), -coef.sum(axis=0)]).ravel()
+
+    scale = float(np.median(lat))
+    starts = [_mds(_completed(lat), dims).ravel()]
+    starts += [rng.normal(0.0, scale, (a + b) * dims) for _ in range(restarts)]
+    best_loss, best_x = np.inf, starts[0]
+    for x0 in starts:
+        value, x = _minimize(loss, x0, "L-BFGS-B")
+        if value < best_loss:
+            best_loss, best_x = value, x
+    coords = best_x.reshape(a + b, dims)
+    return coords[:a], coords[a:]
 
 
 def _multilaterate(anchors: FloatArray, lat: FloatArray) -> FloatArray:

@@ -104,3 +104,22 @@ def test_bad_input_raises_webgather_errors() -> None:
         gnp.filter_samples([1.0], 0)
     with pytest.raises(ConfigError):
         gnp.top_k_nearest(np.zeros(2), np.zeros((3, 2)), 0)
+
+
+def test_fit_bipartite_recovers_node_site_distances_without_within_side_pairs() -> None:
+    rng = np.random.default_rng(4)
+    nodes, landmarks = rng.uniform(0, 100, (6, 2)), rng.uniform(0, 100, (7, 2))
+    lat = np.sqrt(((nodes[:, None] - landmarks[None]) ** 2).sum(axis=2)) + 1.0
+    x, y = gnp.fit_bipartite(lat, 2, rng)
+    assert x.shape == (6, 2) and y.shape == (7, 2)
+    fitted = np.asarray(gnp.predict(x[:, None, :], y[None, :, :]))
+    assert np.median(np.abs(fitted - lat) / lat) < 0.02
+    sites = rng.uniform(0, 100, (30, 2))  # placed against the fitted nodes: the nearest node is the true one
+    to_nodes = np.sqrt(((sites[:, None] - nodes[None]) ** 2).sum(axis=2)) + 1.0
+    placed = gnp.place(x, to_nodes, rng)
+    predicted = np.asarray(gnp.predict(placed[:, None, :], x[None, :, :]))
+    assert (predicted.argmin(axis=1) == to_nodes.argmin(axis=1)).mean() >= 0.9
+    with pytest.raises(AnalysisError):
+        gnp.fit_bipartite(np.ones((1, 4)), 2, rng)
+    with pytest.raises(AnalysisError):
+        gnp.fit_bipartite(np.zeros((3, 3)), 2, rng)

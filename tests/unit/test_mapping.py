@@ -157,3 +157,14 @@ def test_membership_plan_is_balanced(before: set[str], after: set[str]) -> None:
     table = initial(before, 64)
     new = plan_membership(table, after)
     _check_invariants(new, after)
+
+
+def test_bucket_key_maps_to_its_bucket_for_every_bucket() -> None:
+    from webgather.cluster.mapping import bucket_key
+
+    for n_buckets in (1, 7, 4096):
+        keys = [bucket_key(b, n_buckets) for b in range(n_buckets)]
+        assert [bucket_of(k, n_buckets) for k in keys] == list(range(n_buckets))
+        assert all(k.startswith("#") for k in keys)  # never a host key
+    with pytest.raises(ClusterError):
+        bucket_key(7, 7)

@@ -47,6 +47,7 @@ def register(sub: Any) -> None:
     add("--no-progress", action="store_true", help="accepted for symmetry with crawl; a node prints no progress")
     add("--pin-cpu", default=None, help='keep this node on one CPU: "auto" (default), "off", or a CPU index')
     add("--once", action="store_true", help="in a continuous re-crawl: end when the current cycle ends")
+    add("--source-address", default=None, help="local IP address this node's connections come from")
     parser.set_defaults(func=_main)
 
 
@@ -96,7 +97,8 @@ async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
         while True:
             out = Path(args.out)
             config, found = await join_crawl(backend, n_buckets=args.buckets, out_dir=str(out), progress=False,
-                                             **{"fetch.concurrency": args.concurrency, "pin_cpu": args.pin_cpu})
+                                             **{"fetch.concurrency": args.concurrency, "pin_cpu": args.pin_cpu,
+                                                "fetch.source_address": args.source_address})
             summary = await run_cluster_node(backend, config, node_id=node_id, nodes_dir=out / "nodes",
                                              epoch=found.epoch, handle_signals=True)
             spec = await current_cycle(backend)
@@ -170,7 +172,8 @@ async def _start_and_run(args: argparse.Namespace, config: CrawlConfig, seeds: l
         node = args.node_id or default_node_id()
         found = await start_crawl(backend, config, seeds, nodes=[node])
         out = Path(config.out_dir)
-        return await run_cluster_node(backend, found.crawl_config(out_dir=str(out), progress=False),
+        local = {"fetch.source_address": config.fetch.source_address}
+        return await run_cluster_node(backend, found.crawl_config(out_dir=str(out), progress=False, **local),
                                       node_id=node, nodes_dir=out / "nodes", epoch=found.epoch,
                                       handle_signals=True)
     finally:

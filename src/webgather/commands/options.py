@@ -41,8 +41,12 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
         "if --crawl is given, else with --workers an embedded one under --out)")
     add("--crawl", default=None, help="name of the cluster crawl in that Redis (other nodes join it by name)")
     add("--buckets", type=int, default=None, help="M of the two-stage mapping (fixed per crawl; default 4096)")
-    add("--partition-by", choices=["host", "ip"], default=None,
-        help="partition hosts over nodes by host, or by address (as first resolved; per-IP caps hold cluster-wide)")
+    add("--partition-by", choices=["host", "ip", "gnp"], default=None,
+        help="partition hosts over nodes by host, or by address (as first resolved; per-IP caps hold cluster-wide), "
+             "or by GNP distance (a host goes to one of its K nearest nodes)")
+    add("--gnp-landmark", action="append", default=None, metavar="URL",
+        help="with --partition-by gnp: a small page every node httppings to place itself (repeat, at least 2)")
+    add("--gnp-k", type=int, default=None, help="with --partition-by gnp: one of the K nearest nodes (default 3)")
     add("--node-id", default=None, help="with --redis and no --workers: this node's id")
     add("--shared-store", default=None, metavar="URL",
         help="file:///path or s3://bucket/prefix: closed WARCs and bucket checkpoints go there, so that a "
@@ -71,6 +75,7 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--pin-cpu", default=None, help='keep the node on one CPU: "auto" (default), "off", or a CPU index')
     add("--allow-address", action="append", default=None, metavar="CIDR",
         help="connect to this private network even so (repeatable; e.g. 127.0.0.0/8 for a testweb on loopback)")
+    add("--source-address", default=None, help="local IP address this node's connections come from")
 
 
 def add_recrawl_options(parser: argparse.ArgumentParser, *, continuous: bool = False) -> None:
@@ -117,10 +122,14 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
         "progress": False if args.no_progress else None,
         "pin_cpu": args.pin_cpu,
         "fetch.allow_addresses": tuple(args.allow_address) if args.allow_address else None,
+        "fetch.source_address": args.source_address,
     }
     cli.update(recrawl_cli(args))
     cli["cluster.n_buckets"] = getattr(args, "buckets", None)
     cli["cluster.partition_by"] = getattr(args, "partition_by", None)
+    landmarks = getattr(args, "gnp_landmark", None)
+    cli["cluster.gnp_landmarks"] = tuple(landmarks) if landmarks else None
+    cli["cluster.gnp_k"] = getattr(args, "gnp_k", None)
     cli["cluster.shared_store"] = getattr(args, "shared_store", None)
     return load(args.config, None, cli)
 
@@ -139,5 +148,10 @@ def check_combinations(args: argparse.Namespace) -> None:
         raise ConfigError("--max-pages does not apply to --continuous: use --budget (page fetches per cycle)")
     if getattr(args, "node_id", None) and getattr(args, "workers", None):
         raise ConfigError("--node-id names this process as a node of a --redis crawl; --workers names its workers w0..")
+    if (getattr(args, "gnp_landmark", None) or getattr(args, "gnp_k", None)) and getattr(args, "partition_by", None) != "gnp":
+        raise ConfigError("--gnp-landmark and --gnp-k only apply to --partition-by gnp")
+    if getattr(args, "source_address", None) and getattr(args, "workers", None):
+        raise ConfigError("--source-address is one node's address; with several nodes start each with "
+                          "webgather node --source-address ADDRESS")
     if getattr(args, "shared_store", None) and not (getattr(args, "workers", None) or getattr(args, "redis", None)):
         raise ConfigError("--shared-store applies to a cluster crawl: add --workers N or --redis URL --crawl NAME")

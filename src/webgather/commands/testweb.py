@@ -1,6 +1,6 @@
 """``webgather testweb serve|stats|export``: the synthetic web from the command line.
 
-* ``serve --hosts N --seed S [--port P] [--out DIR]``: serve on 127.0.x.y until
+* ``serve --hosts N --seed S [--port P] [--out DIR] [--latency-model cities:N]``: serve on 127.0.x.y until
   SIGINT/SIGTERM; writes ``DIR/resolve.txt`` (``host address`` lines, for
   ``crawl --resolve``) and ``DIR/seeds.txt`` and prints where it listens.
 * ``stats --hosts N --seed S``: pages, links, hosts, fixtures and the closure
@@ -24,7 +24,7 @@ from webgather.errors import ConfigError
 from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.export import export
 from webgather.testweb.graph import WebModel
-from webgather.testweb.latency import LatencyModel
+from webgather.testweb.latency import LatencyModel, parse_latency_model
 from webgather.testweb.params import WebParams, crawl_config_for
 from webgather.testweb.server import TestWebServer
 
@@ -37,7 +37,10 @@ def register(sub: Any) -> None:
     serve = actions.add_parser("serve", help="serve the web on loopback until interrupted")
     _web_options(serve)
     serve.add_argument("--out", default="testweb-out", help="directory for resolve.txt and seeds.txt")
-    serve.add_argument("--latency", action="store_true", help="add the synthetic per-client latency model")
+    serve.add_argument("--latency", action="store_true", help="add the synthetic per-client latency model (cities:4)")
+    serve.add_argument("--latency-model", default=None, metavar="cities:N[:MS]",
+                       help="per-(client address, host) delay: clients and hosts hashed into N cities, "
+                            "MS ms per unit of distance (default 50)")
     serve.add_argument("--prerender", action="store_true",
                        help="render content pages into the cache before serving (benchmarks: keeps render CPU out of the crawl)")
     serve.add_argument("--cache-mib", type=int, default=256, help="render cache size (default 256 MiB)")
@@ -88,6 +91,8 @@ async def _serve_async(model: WebModel, args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ConfigError(f"cannot create {out}: {exc.strerror}") from exc
     latency = LatencyModel(seed=model.params.seed) if args.latency else None
+    if args.latency_model is not None:
+        latency = parse_latency_model(args.latency_model, model.params.seed)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGINT, signal.SIGTERM):

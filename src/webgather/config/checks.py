@@ -44,6 +44,12 @@ def validate(config: CrawlConfig) -> None:
         (config.cluster.checkpoint_s > 0 and (config.cluster.shared_store is None
                                               or config.cluster.checkpoint_s < config.cluster.claim_idle_s),
          "need 0 < cluster.checkpoint_s, and below cluster.claim_idle_s with a shared store"),
+        (_is_ip(config.fetch.source_address), "fetch.source_address must be an IP address literal"),
+        (config.cluster.partition_by != "gnp" or len(config.cluster.gnp_landmarks) >= 2,
+         'cluster.partition_by "gnp" needs at least 2 cluster.gnp_landmarks (URLs every node httppings)'),
+        (min(config.cluster.gnp_k, config.cluster.gnp_dims, config.cluster.gnp_samples) >= 1,
+         "cluster.gnp_k, gnp_dims and gnp_samples must be >= 1"),
+        (config.cluster.gnp_modulus_ms > 0 and config.cluster.gnp_wait_s > 0, "cluster.gnp_modulus_ms and gnp_wait_s must be > 0"),
     ]
     for ok, message in checks:
         if not ok:
@@ -54,6 +60,17 @@ def _networks_ok(cidrs: tuple[str, ...]) -> bool:
     try:
         for cidr in cidrs:
             ipaddress.ip_network(cidr.strip(), strict=False)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_ip(value: str | None) -> bool:
+    """None (no binding) or an IPv4/IPv6 literal: a name would need DNS at every connect."""
+    if value is None:
+        return True
+    try:
+        ipaddress.ip_address(value)
     except ValueError:
         return False
     return True

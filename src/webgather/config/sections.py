@@ -74,6 +74,8 @@ class FetchConfig:
     URL's spelling: pages cannot steer the crawler into internal services. Logged as forbidden_address."""
     allow_addresses: tuple[str, ...] = ()
     """Networks (CIDR, or one address) exempt from deny_private_addresses, e.g. "127.0.0.0/8"."""
+    source_address: str | None = None
+    """Local IP address that outgoing connections bind to (a node's own address; per node, not per crawl)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,8 +141,9 @@ class ClusterConfig:
 
     n_buckets: int = 4096
     """M of the two-stage mapping: partition key -> bucket (hash mod M) -> node. Fixed per crawl."""
-    partition_by: Literal["host", "ip"] = "host"
-    """Partition key: the host, or its address as first resolved by any node (a per-IP cap then holds cluster-wide)."""
+    partition_by: Literal["host", "ip", "gnp"] = "host"
+    """Partition key: the host, or its address as first resolved by any node (a per-IP cap then holds cluster-wide),
+    or "gnp": a host goes to one of its K nearest nodes by GNP coordinates (see runtime.cluster_gnp)."""
     batch_urls: int = 64
     """R: a bucket's cross URLs are sent once this many are waiting..."""
     batch_wait_s: float = 0.05
@@ -170,6 +173,18 @@ class ClusterConfig:
     checkpoint_s: float = 10.0
     """With a shared store: how often a node uploads its closed WARC files and checkpoints its buckets
     (what a lost node fetched since its last checkpoint is fetched again). Below ``claim_idle_s``."""
+    gnp_landmarks: tuple[str, ...] = ()
+    """With partition_by "gnp": URLs of small pages (>= 2) every node httppings to place itself (GNP landmarks)."""
+    gnp_k: int = 3
+    """With partition_by "gnp": a host goes to one of its K nearest nodes, chosen at random (the study's TopK)."""
+    gnp_dims: int = 2
+    """Dimensions of the GNP coordinate space."""
+    gnp_samples: int = 5
+    """httpping requests per measurement (the noise filter keeps the fullest ``gnp_modulus_ms`` buckets)."""
+    gnp_modulus_ms: float = 5.0
+    """Bucket width of the httpping noise filter."""
+    gnp_wait_s: float = 2.0
+    """A new host waits this long for the nodes' measurements, then falls back to the two-stage mapping."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -100,6 +100,7 @@ class NativeTransport:
                     _, conn = await loop.create_connection(
                         lambda: Connection(key, self._config.max_body_bytes), key[3], key[2],
                         ssl=tls, server_hostname=target.host if tls is not None else None,
+                        local_addr=_local_addr(self._config),
                     )  # fmt: skip
         except BaseException:
             self._pool.busy -= 1
@@ -114,6 +115,11 @@ class NativeTransport:
                 self._tls.check_hostname = False
                 self._tls.verify_mode = ssl.CERT_NONE
         return self._tls
+
+
+def _local_addr(config: FetchConfig) -> tuple[str, int] | None:
+    """Bind to the node's own address (``fetch.source_address``), any free port."""
+    return (config.source_address, 0) if config.source_address else None
 
 
 def _idle_cap(config: FetchConfig) -> int:

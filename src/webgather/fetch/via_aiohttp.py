@@ -73,6 +73,7 @@ class AiohttpTransport:
         connector = aiohttp.TCPConnector(
             limit=config.concurrency, limit_per_host=0, use_dns_cache=False,
             resolver=_AiohttpResolver(resolver), ssl=verify_tls,
+            local_addr=(config.source_address, 0) if config.source_address else None,
         )  # fmt: skip
         self._session = aiohttp.ClientSession(
             connector=connector,

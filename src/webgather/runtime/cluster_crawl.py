@@ -36,6 +36,7 @@ from webgather.cluster import definition as definitions
 from webgather.cluster._common import check_node
 from webgather.cluster.definition import CrawlDefinition, CycleSpec, publish_cycle, read_cycle
 from webgather.cluster.mapping import bucket_of, initial
+from webgather.cluster.positions import positions_of
 from webgather.cluster.router import send_retrying
 from webgather.cluster.transport import Backend
 from webgather.cluster.wire import encode_batch
@@ -50,6 +51,7 @@ from webgather.runtime.checkpoint import Checkpointer
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
 from webgather.runtime.cluster_cycle import NodeCycle, cycle_config
 from webgather.runtime.cluster_frontier import keyed_frontier
+from webgather.runtime.cluster_gnp import GnpPlacements, running_measurer
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.runtime.cluster_recovery import NodeLock
 from webgather.runtime.parts import open_parts
@@ -67,15 +69,21 @@ CYCLE = "recrawl.cycle"
 """Coordinator counter: the number of the crawl's latest re-crawl cycle (0: none yet)."""
 
 
-def partition_of(config: CrawlConfig, backend: Backend) -> tuple[SharedAddresses | None, type[Frontier]]:
+def partition_of(config: CrawlConfig, backend: Backend,
+                 node: str | None = None) -> tuple[SharedAddresses | None, type[Frontier]]:
     """The shared addresses (None: the partition key is the host key) and the frontier class
     that follows the partition.
 
     With ``partition_by = "ip"`` a host's key is the first address any node published for
     it (:mod:`webgather.runtime.cluster_addresses`); the caller sets its resolver and
-    calls :meth:`~SharedAddresses.refresh` before opening a frontier from disk."""
+    calls :meth:`~SharedAddresses.refresh` before opening a frontier from disk. With
+    ``"gnp"`` it is the bucket of the first placement published (:mod:`webgather.runtime.cluster_gnp`;
+    ``node``: the node that places and measures, None for seeds)."""
     if config.cluster.partition_by == "host":
         return None, Frontier
+    if config.cluster.partition_by == "gnp":
+        placements = GnpPlacements(positions_of(backend), backend.coordinator(), config, SystemClock(), node=node)
+        return placements, keyed_frontier(placements.frontier_key)
     addresses = SharedAddresses(backend.coordinator())
     return addresses, keyed_frontier(addresses.frontier_key)
 
@@ -157,7 +165,7 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
                            handle_signals: bool = False) -> dict[str, Any]:
     """Run node ``node_id`` under ``nodes_dir/node_id`` until the crawl ends or it leaves; its summary."""
     node_dir = nodes_dir / check_node(node_id)  # the id is a path component: checked before any directory
-    addresses, frontier_cls = partition_of(config, backend)
+    addresses, frontier_cls = partition_of(config, backend, node_id)
     if addresses is not None:
         await addresses.refresh()  # the frontier files its hosts under bucket_of(key) as it opens
     spec = await current_cycle(backend)
@@ -180,7 +188,11 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
                 node = ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls,
                                    addresses=addresses, cycle=cycle)
                 checkpoints = Checkpointer(node, store) if store is not None else None
-                summary = await _run_node(node, on_start, handle_signals, checkpoints)
+                running = _run_node(node, on_start, handle_signals, checkpoints)
+                if isinstance(addresses, GnpPlacements):
+                    addresses.table = lambda: node.ownership.table
+                    running = running_measurer(addresses, config, parts.resolver, parts.clock, running)
+                summary = await running
             finally:
                 if cycle is not None:
                     cycle.close()
