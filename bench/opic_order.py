@@ -29,7 +29,7 @@ import vs_scrapy as vs  # noqa: E402  (export, nginx, measuring)
 
 from webgather.sim.order import pagerank  # noqa: E402
 from webgather.store.crawllog import read_crawl_log  # noqa: E402
-from webgather.store.linklog import read_link_graph  # noqa: E402
+from webgather.store.graphread import read_link_graph  # noqa: E402
 
 SHARES = (0.1, 0.2)
 

@@ -7,8 +7,8 @@ import argparse
 import pytest
 
 from webgather.cli import main
-from webgather.commands.crawl import add_cluster_options, add_crawl_options, config_from_args
-from webgather.commands.recrawl import add_recrawl_options
+from webgather.commands.options import add_cluster_options, add_crawl_options, config_from_args
+from webgather.commands.options import add_recrawl_options
 from webgather.config import load
 from webgather.errors import ConfigError
 
