@@ -116,7 +116,7 @@ async def _wait_kill_point(store: SharedStore | None, victim_log: Path, pages: i
 
 
 async def run_scenario(tmp: Path, store_url: str | None, *, n_hosts: int = 24, kill_after_pages: int = 20,
-                       timeout_s: float = 80.0, checkpoint_s: float = 0.5, min_delay_s: float = 0.25,
+                       timeout_s: float = 160.0, checkpoint_s: float = 0.5, min_delay_s: float = 0.25,
                        kill: bool = True, claim_idle_s: float = 5.0, **web: Any) -> Outcome:
     params = small_web(n_hosts=n_hosts, **web)
     model = WebModel(params)

@@ -11,32 +11,53 @@ __all__ = ["validate"]
 
 
 def validate(config: CrawlConfig) -> None:
-    checks = [
-        (config.fetch.concurrency >= 1, "fetch.concurrency must be at least 1"),
+    """:class:`ConfigError` naming the first setting out of range."""
+    for ok, message in [*_crawl_checks(config), *_fetch_checks(config), *_cluster_checks(config)]:
+        if not ok:
+            raise ConfigError(message)
+
+
+def _crawl_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
+    """Politeness, scope, robots, parse and the top-level settings."""
+    return [
         (config.politeness.min_delay_s >= 0, "politeness.min_delay_s must be >= 0"),
         (config.politeness.per_host_connections >= 1, "politeness.per_host_connections must be >= 1"),
         (config.politeness.per_ip_connections >= 1, "politeness.per_ip_connections must be >= 1"),
-        (config.fetch.max_body_bytes > 0, "fetch.max_body_bytes must be > 0"),
-        (config.fetch.max_redirects >= 0, "fetch.max_redirects must be >= 0"),
-        (config.fetch.max_idle_connections >= 0, "fetch.max_idle_connections must be >= 0"),
-        (config.fetch.connect_timeout_s > 0 and config.fetch.total_timeout_s > 0, "timeouts must be > 0"),
         (config.max_pages is None or config.max_pages >= 1, "max_pages must be >= 1"),
         (config.pin_cpu in ("auto", "off") or config.pin_cpu.isdigit(), 'pin_cpu must be "auto", "off" or a CPU index'),
         (config.scope.max_depth is None or config.scope.max_depth >= 0, "scope.max_depth must be >= 0"),
         (config.scope.mode != "domains" or bool(config.scope.domains), 'scope.mode "domains" needs scope.domains'),
-        (1 <= config.cluster.n_buckets <= 4096, "cluster.n_buckets must be in 1..4096"),
-        (config.cluster.batch_urls >= 1 and config.cluster.batch_wait_s >= 0, "cluster.batch_urls must be >= 1, batch_wait_s >= 0"),
-        (config.cluster.sent_cache_entries >= 0, "cluster.sent_cache_entries must be >= 0"),
-        (0 < config.cluster.heartbeat_s < config.cluster.member_ttl_s, "need 0 < cluster.heartbeat_s < cluster.member_ttl_s"),
-        (config.cluster.interval_s > 0, "cluster.interval_s must be > 0"),
-        (config.cluster.max_outage_s > 0, "cluster.max_outage_s must be > 0"),
         (config.robots.ttl_s > 0 and config.robots.error_retry_s >= 0, "robots.ttl_s must be > 0, error_retry_s >= 0"),
         (config.robots.retry_factor >= 1, "robots.retry_factor must be >= 1"),
         (config.robots.max_tries >= 1 and config.robots.max_hosts >= 1, "robots.max_tries and max_hosts must be >= 1"),
         (config.parse.max_seconds > 0, "parse.max_seconds must be > 0"),
         (config.parse.workers >= 1, "parse.workers must be >= 1"),
         (config.parse.inline_max_tags >= 0 and config.parse.inline_max_bytes >= 0, "parse.inline_max_tags and inline_max_bytes must be >= 0"),
+    ]
+
+
+def _fetch_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
+    """``[fetch]``."""
+    return [
+        (config.fetch.concurrency >= 1, "fetch.concurrency must be at least 1"),
+        (config.fetch.max_body_bytes > 0, "fetch.max_body_bytes must be > 0"),
+        (config.fetch.max_redirects >= 0, "fetch.max_redirects must be >= 0"),
+        (config.fetch.max_idle_connections >= 0, "fetch.max_idle_connections must be >= 0"),
+        (config.fetch.connect_timeout_s > 0 and config.fetch.total_timeout_s > 0, "timeouts must be > 0"),
         (_networks_ok(config.fetch.allow_addresses), "fetch.allow_addresses: each must be an address or CIDR network"),
+        (_is_ip(config.fetch.source_address), "fetch.source_address must be an IP address literal"),
+    ]
+
+
+def _cluster_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
+    """``[cluster]``."""
+    return [
+        (1 <= config.cluster.n_buckets <= 4096, "cluster.n_buckets must be in 1..4096"),
+        (config.cluster.batch_urls >= 1 and config.cluster.batch_wait_s >= 0, "cluster.batch_urls must be >= 1, batch_wait_s >= 0"),
+        (config.cluster.sent_cache_entries >= 0, "cluster.sent_cache_entries must be >= 0"),
+        (0 < config.cluster.heartbeat_s < config.cluster.member_ttl_s, "need 0 < cluster.heartbeat_s < cluster.member_ttl_s"),
+        (config.cluster.interval_s > 0, "cluster.interval_s must be > 0"),
+        (config.cluster.max_outage_s > 0, "cluster.max_outage_s must be > 0"),
         (0 <= config.cluster.lease_margin_s and config.cluster.lease_margin_s + 2 * config.cluster.heartbeat_s
          < config.cluster.member_ttl_s, "need 0 <= cluster.lease_margin_s < member_ttl_s - 2 * heartbeat_s"),
         (config.cluster.shared_store is None or config.cluster.shared_store.startswith(("file:///", "s3://")),
@@ -44,16 +65,12 @@ def validate(config: CrawlConfig) -> None:
         (config.cluster.checkpoint_s > 0 and (config.cluster.shared_store is None
                                               or config.cluster.checkpoint_s < config.cluster.claim_idle_s),
          "need 0 < cluster.checkpoint_s, and below cluster.claim_idle_s with a shared store"),
-        (_is_ip(config.fetch.source_address), "fetch.source_address must be an IP address literal"),
         (config.cluster.partition_by != "gnp" or len(config.cluster.gnp_landmarks) >= 2,
          'cluster.partition_by "gnp" needs at least 2 cluster.gnp_landmarks (URLs every node httppings)'),
         (min(config.cluster.gnp_k, config.cluster.gnp_dims, config.cluster.gnp_samples) >= 1,
          "cluster.gnp_k, gnp_dims and gnp_samples must be >= 1"),
         (config.cluster.gnp_modulus_ms > 0 and config.cluster.gnp_wait_s > 0, "cluster.gnp_modulus_ms and gnp_wait_s must be > 0"),
     ]
-    for ok, message in checks:
-        if not ok:
-            raise ConfigError(message)
 
 
 def _networks_ok(cidrs: tuple[str, ...]) -> bool:

@@ -28,7 +28,7 @@ import asyncio
 import dataclasses
 import signal
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ from webgather.runtime.cluster_recovery import NodeLock
 from webgather.runtime.parts import open_parts
 from webgather.runtime.pipeline import seed_items
 from webgather.scope import Scope
-from webgather.store.shared import claim_store, open_store
+from webgather.store.shared import SharedStore, claim_store, open_store
 from webgather.store.summary import write_summary
 from webgather.urls import host_key
 
@@ -171,9 +171,7 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
     spec = await current_cycle(backend)
     if spec is not None:
         config = cycle_config(config, spec)
-    store = await asyncio.to_thread(open_store, config.cluster.shared_store) if config.cluster.shared_store else None
-    if store is not None:
-        await asyncio.to_thread(claim_store, store, epoch)
+    store = await _claimed_store(config, epoch)
     checkpoints: Checkpointer | None = None
     with NodeLock(node_dir):
         async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds,
@@ -188,11 +186,7 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
                 node = ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls,
                                    addresses=addresses, cycle=cycle)
                 checkpoints = Checkpointer(node, store) if store is not None else None
-                running = _run_node(node, on_start, handle_signals, checkpoints)
-                if isinstance(addresses, GnpPlacements):
-                    addresses.table = lambda: node.ownership.table
-                    running = running_measurer(addresses, config, parts.resolver, parts.clock, running)
-                summary = await running
+                summary = await _measured(node, addresses, _run_node(node, on_start, handle_signals, checkpoints))
             finally:
                 if cycle is not None:
                     cycle.close()
@@ -203,6 +197,25 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
     if node.failure is not None:
         raise node.failure
     return summary
+
+
+async def _measured(node: ClusterNode, addresses: SharedAddresses | None,
+                    running: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+    """``running``, with GNP's measuring loop beside it under ``--partition-by gnp``."""
+    if isinstance(addresses, GnpPlacements):
+        parts = node.parts
+        addresses.table = lambda: node.ownership.table
+        return await running_measurer(addresses, parts.config, parts.resolver, parts.clock, running)
+    return await running
+
+
+async def _claimed_store(config: CrawlConfig, epoch: float) -> SharedStore | None:
+    """The crawl's shared store, claimed for this crawl (None without ``--shared-store``)."""
+    if not config.cluster.shared_store:
+        return None
+    store = await asyncio.to_thread(open_store, config.cluster.shared_store)
+    await asyncio.to_thread(claim_store, store, epoch)
+    return store
 
 
 async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] | None,
