@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from cluster_crawl_helpers import cluster_config, duplicates, fetch_entries, small_web, write_toml
-from cluster_process_helpers import children
+from cluster_process_helpers import children, kill_tree
 
 from webgather.testweb import TestWebServer, WebModel, closure, max_in_flight
 
@@ -62,11 +62,7 @@ async def _crawl(tmp_path: Path, args: list[str], *, timeout_s: float = 60.0,
             output, _ = await proc.communicate()
     finally:
         if proc.returncode is None:
-            for pid in [*children(proc.pid), proc.pid]:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            kill_tree(proc.pid)
             await proc.wait()
     print(output.decode(errors="replace"))
     assert proc.returncode is not None

@@ -7,14 +7,12 @@ the crawl runs, this test reads ``/proc/PID/cmdline`` of every process of the tr
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import socket
 import sys
 from pathlib import Path
 
 from cluster_crawl_helpers import cluster_config, small_web, write_toml
-from cluster_process_helpers import children
+from cluster_process_helpers import children, kill_tree
 
 from webgather.cluster.embedded import EmbeddedRedis
 from webgather.testweb import TestWebServer, WebModel
@@ -77,11 +75,7 @@ async def test_workers_get_the_redis_password_outside_argv(tmp_path: Path) -> No
                     output = (await waiter)[0].decode(errors="replace")
             finally:
                 if proc.returncode is None:
-                    for pid in [*children(proc.pid), proc.pid]:
-                        try:
-                            os.kill(pid, signal.SIGKILL)
-                        except ProcessLookupError:
-                            pass
+                    kill_tree(proc.pid)
                     await proc.wait()
     assert proc.returncode == 0, output
     workers = {tuple(a) for a in seen if "node" in a and "--node-id" in a}
