@@ -19,7 +19,6 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from webgather.config import CrawlConfig
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 from webgather.config import CrawlConfig, RecrawlConfig
-from webgather.errors import ConfigError
 from webgather.frontier.model import CrawlItem
 from webgather.recrawl.bootstrap import import_crawl
 from webgather.recrawl.hooks import RecrawlHooks, RobotsReuse
