@@ -84,17 +84,21 @@ def report(variants: list[Variant]) -> str:
     return "\n".join(lines)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--variant", action="append", type=parse_variant, required=True)
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--hosts", type=int, default=400)
-    parser.add_argument("--pages-per-host", type=float, default=20.0)
+def add_web_arguments(parser: argparse.ArgumentParser, *, rounds: int, hosts: int, pages_per_host: float,
+                      work: str) -> None:
+    """The web's and the runs' options (shared with bench/opic_order.py)."""
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--hosts", type=int, default=hosts)
+    parser.add_argument("--pages-per-host", type=float, default=pages_per_host)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--work", type=Path, default=BENCH / "results" / "node_ab")
-    args = parser.parse_args()
+    parser.add_argument("--work", type=Path, default=BENCH / "results" / work)
+
+
+def prepare_web(args: argparse.Namespace) -> tuple[Path, int, Path, Path, str]:
+    """vs_scrapy's static web exported under ``args.work``: its nginx servers file, port,
+    resolve file, the crawl config (Crawl-delay capped at 0, as for Scrapy) and the seed."""
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     port = vs.free_port()
@@ -103,7 +107,15 @@ def main() -> int:
     vs.write_resolve_file(servers_conf, resolve)
     config = args.work / "webgather.toml"
     config.write_text("[politeness]\nmax_crawl_delay_s = 0.0\n")
-    seed = f"http://h0001.{vs.DOMAIN}:{port}/"
+    return servers_conf, port, resolve, config, f"http://h0001.{vs.DOMAIN}:{port}/"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--variant", action="append", type=parse_variant, required=True)
+    add_web_arguments(parser, rounds=5, hosts=400, pages_per_host=20.0, work="node_ab")
+    args = parser.parse_args()
+    servers_conf, port, resolve, config, seed = prepare_web(args)
     variants: list[Variant] = args.variant
     with vs.nginx(servers_conf, args.work / "nginx", port, "127.0.1.1"):
         for round_no in range(args.rounds):

@@ -54,28 +54,13 @@ def importance(out: Path) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--hosts", type=int, default=20)
-    parser.add_argument("--pages-per-host", type=float, default=400.0)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--concurrency", type=int, default=256)
-    parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--work", type=Path, default=BENCH / "results" / "opic_order")
+    node_ab.add_web_arguments(parser, rounds=3, hosts=20, pages_per_host=400.0, work="opic_order")
     args = parser.parse_args()
-    args.work = args.work.resolve()
-    args.work.mkdir(parents=True, exist_ok=True)
-    port = vs.free_port()
-    servers_conf, _files = vs.export_web(args.work, args, port)
-    resolve = args.work / "resolve.txt"
-    vs.write_resolve_file(servers_conf, resolve)
-    config = args.work / "webgather.toml"
-    config.write_text("[politeness]\nmax_crawl_delay_s = 0.0\n")
+    servers_conf, port, resolve, config, seed = node_ab.prepare_web(args)
     opic = args.work / "opic.toml"
     opic.write_text('[politeness]\nmax_crawl_delay_s = 0.0\n[frontier]\norder = "opic"\n')
-    seed = f"http://h0001.{vs.DOMAIN}:{port}/"
     src = BENCH.parent / "src"
-    loopback = ["--allow-address", "127.0.0.0/8"]  # past the private-address guard: the web is ours
-    variants = [node_ab.Variant("bfs", src, loopback), node_ab.Variant("opic", src, [*loopback, "--config", str(opic)])]
+    variants = [node_ab.Variant("bfs", src, []), node_ab.Variant("opic", src, ["--config", str(opic)])]
     figures: dict[str, list[dict[str, float]]] = {v.name: [] for v in variants}
     with vs.nginx(servers_conf, args.work / "nginx", port, "127.0.1.1"):
         for round_no in range(args.rounds):
