@@ -28,6 +28,7 @@ from webgather.cluster._common import check_node
 from webgather.commands.redis_url import add_redis_file_option, resolve_redis_url
 from webgather.config import REDIS_URL_ENV, CrawlConfig
 from webgather.errors import ClusterError, ConfigError
+from webgather.logs import add_log_options
 from webgather.store.outdir import prepare_out_dir
 
 __all__ = ["default_node_id", "register", "run_cluster_main"]
@@ -48,6 +49,7 @@ def register(sub: Any) -> None:
     add("--pin-cpu", default=None, help='keep this node on one CPU: "auto" (default), "off", or a CPU index')
     add("--once", action="store_true", help="in a continuous re-crawl: end when the current cycle ends")
     add("--source-address", default=None, help="local IP address this node's connections come from")
+    add_log_options(parser)
     parser.set_defaults(func=_main)
 
 
@@ -134,7 +136,8 @@ async def _next_run(backend: Any, poll_s: float = 1.0) -> bool:
 
 def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[str]) -> int:
     """``webgather crawl`` with ``--workers`` (local node processes) or ``--redis`` (this process is a node)."""
-    from webgather.runtime.cluster_run import Cycles, print_cluster_summary, run_workers
+    from webgather.commands.report import print_cluster_summary
+    from webgather.runtime.cluster_run import Cycles, run_workers
 
     continuous = bool(getattr(args, "continuous", False))
     if continuous and not args.workers:

@@ -15,6 +15,7 @@ from typing import Any
 from webgather.commands.redis_url import add_redis_file_option
 from webgather.config import CrawlConfig, load
 from webgather.errors import ConfigError
+from webgather.logs import add_log_options
 
 __all__ = [
     "add_cluster_options", "add_crawl_options", "add_recrawl_options", "check_combinations", "config_from_args",
@@ -76,6 +77,7 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--allow-address", action="append", default=None, metavar="CIDR",
         help="connect to this private network even so (repeatable; e.g. 127.0.0.0/8 for a testweb on loopback)")
     add("--source-address", default=None, help="local IP address this node's connections come from")
+    add_log_options(parser)
 
 
 def add_recrawl_options(parser: argparse.ArgumentParser, *, continuous: bool = False) -> None:

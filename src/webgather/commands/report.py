@@ -1,4 +1,4 @@
-"""What ``crawl``, ``recrawl`` and ``node`` print at the end of a crawl or a cycle."""
+"""What ``crawl``, ``recrawl`` and ``node`` print at the end of a crawl, a cluster run or a cycle (results, on stdout)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["print_cycle", "print_summary"]
+__all__ = ["print_cluster_summary", "print_cycle", "print_summary"]
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -48,3 +48,25 @@ def print_cycle(summary: dict[str, Any]) -> None:
     )
     for url, reason in r["dead_this_cycle"][:20]:
         print(f"  dead ({reason}) {url}")
+
+
+def print_cluster_summary(summary: dict[str, Any]) -> None:
+    load = summary["load"]
+    var = load["var_share_mean"]
+    print(f"pages {summary['pages']} in {summary['wall_s']} s ({summary['pages_per_s']} pages/s) "
+          f"by {len(summary['nodes'])} node(s)")
+    for node, figures in summary["nodes"].items():
+        print(f"  {node}: {figures['pages']} pages, {figures['pages_per_s']} pages/s, ended: {figures['end']}")
+    cross = summary["cross"]
+    print(f"cross URLs: {cross.get('urls', 0)} in {cross.get('messages', 0)} messages "
+          f"({cross['messages_per_page']} messages/page, {cross.get('bytes', 0)} bytes), "
+          f"{cross.get('cache_saved', 0)} saved by the sent-URL cache")
+    print(f"load balance: variance of per-node share per {load['interval_s']:g} s interval: "
+          f"mean {var:.2e}" if var is not None else "load balance: not enough intervals")
+    if summary.get("losses"):
+        print(summary["losses"])
+    if summary.get("backend_error"):
+        print(f"backend: {summary['backend_error']}")
+    print(f"finished: {summary['finished']}   (summary.json in the output directory)")
+    if summary.get("print_json"):
+        print(json.dumps(summary, indent=2))
