@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import io
 import json
 import logging
 import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -53,10 +55,12 @@ def test_json_lines_carry_time_level_logger_message_node_and_extra_fields(tmp_pa
     assert third["level"] == "error" and "ValueError: boom" in str(third["exc"]) and third["node"] == "w3"
 
 
-def test_text_lines_have_time_level_logger_and_go_to_the_current_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+def test_text_lines_have_time_level_logger_and_go_to_the_current_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
     configure(LogSettings())
+    later = io.StringIO()  # sys.stderr replaced after configure(), as rich's live display does
+    monkeypatch.setattr(sys, "stderr", later)
     logging.getLogger("webgather.cluster.x").warning("webgather node a: backend back after 1.0 s; resuming")
-    err = capsys.readouterr().err
+    err = later.getvalue()
     assert err.count("\n") == 1 and TEXT_LINE.match(err), err
     assert err.endswith(" WARNING webgather.cluster.x: webgather node a: backend back after 1.0 s; resuming\n")
 
