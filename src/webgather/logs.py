@@ -20,7 +20,7 @@ get the level and format (:func:`child_args`); their stderr is ``node.log``.
 What still prints, on purpose: a command's result for its user, in
 ``webgather.commands`` (the summary of a crawl, a cycle or a cluster run on
 stdout, ``cluster status``, the ``analyze`` report, ``testweb``'s addresses and
-facts, ``demo``'s closure check, ``simulate``'s tables and timings), and
+facts, ``demo``'s closure check, ``simulate``'s tables), and
 ``cli.main``'s exit line (``webgather: error: ...``, ``webgather: interrupted``):
 that one stays a plain line on stderr in every format, like argparse's own
 usage errors, because it answers the command line (often before any work
@@ -174,7 +174,10 @@ def _file_handler(path: str) -> logging.Handler:
 
 
 def reset() -> None:
-    """Undo :func:`configure`: its handler off the root logger, the levels it set back to Python's defaults."""
+    """Undo :func:`configure` (if it ran): its handler off the root logger, the levels it set back to
+    Python's defaults."""
+    if not _installed:
+        return
     root = logging.getLogger()
     for old, _ in _installed:
         root.removeHandler(old)

@@ -8,14 +8,13 @@ import json
 import logging
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 import webgather
 from webgather.errors import ConfigError
-from webgather.logs import LogSettings, child_args, configure, node_context, reset
+from webgather.logs import LogSettings, child_args, configure, node_context
 from webgather.runtime.cluster_run import node_command
 
 SRC = Path(webgather.__file__).parent
@@ -23,12 +22,6 @@ ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 TEXT_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR) [\w.]+: ")
 PRINTING_ALLOWED = ("commands/", "cli.py")
 """Where a command's result for its user may be printed (webgather.logs says which)."""
-
-
-@pytest.fixture(autouse=True)
-def _unconfigured() -> Iterator[None]:
-    yield
-    reset()
 
 
 def _json_lines(path: Path) -> list[dict[str, object]]:
