@@ -40,9 +40,9 @@ from webgather.recrawl.hooks import RecrawlHooks, RobotsReuse
 from webgather.recrawl.policy import check_config, expected_freshness_now, plan_revisits
 from webgather.recrawl.state import CycleRow, UrlState, state_path
 from webgather.clock import Clock, SystemClock
-from webgather.runtime.crawl import merge_seeds
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts, open_parts
+from webgather.store.outdir import merge_seeds
 from webgather.store.summary import write_summary
 
 __all__ = ["MAX_DEAD_LISTED", "plan", "queue", "run_continuous", "run_cycle", "section"]
