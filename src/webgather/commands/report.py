@@ -20,6 +20,10 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"links found {summary['links_found']}, new URLs {summary['urls_new']}\n"
         f"finished: {summary['finished']}   (summary.json and WARC files in the output directory)"
     )
+    runs = summary.get("runs") or []
+    if len(runs) > 1:  # a resumed crawl: the figures above are its totals
+        last = runs[-1]
+        print(f"totals over {len(runs)} runs; this run: {last.get('pages', 0)} pages in {last.get('wall_s', 0)} s")
     if summary.get("print_json"):
         print(json.dumps(summary, indent=2))
 

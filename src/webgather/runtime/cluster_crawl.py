@@ -27,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import signal
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -57,10 +56,11 @@ from webgather.runtime.cluster_node import ClusterNode
 from webgather.runtime.cluster_recovery import NodeLock
 from webgather.runtime.parts import NodeParts, open_parts
 from webgather.runtime.progress import Progress
+from webgather.runtime.signals import crawl_signals
 from webgather.runtime.pipeline import seed_items
 from webgather.scope import Scope
 from webgather.store.shared import SharedStore, claim_store, open_store
-from webgather.store.summary import write_summary
+from webgather.store.summary import record_run
 from webgather.urls import host_key
 
 __all__ = ["CYCLE", "current_cycle", "join_crawl", "partition_of", "run_cluster_node", "start_crawl", "start_cycle",
@@ -196,7 +196,7 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
         if checkpoints is not None:  # the archive is closed now: ship its last files
             await asyncio.to_thread(checkpoints.ship_all)
             summary["shared_store"] = dict(checkpoints.counts)
-        write_summary(node_dir, summary)
+        summary = record_run(node_dir, summary)  # the crawl's totals across its runs
     if node.failure is not None:
         raise node.failure
     return summary
@@ -228,7 +228,7 @@ def _write_failed_summary(node_dir: Path, summary: dict[str, Any], exc: WriteFai
     """The summary of a node a failed write stopped, if the disk still takes it."""
     summary.update(finished=False, write_failed=str(exc))
     with contextlib.suppress(StoreError):  # the disk may still be full
-        write_summary(node_dir, summary)
+        record_run(node_dir, summary)
 
 
 async def _measured(node: ClusterNode, addresses: SharedAddresses | None,
@@ -258,14 +258,11 @@ async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] |
     try:
         if on_start is not None:
             on_start(node)
-        if handle_signals:
-            _install_signals(node)
         try:
-            summary = await node.run()
+            with crawl_signals(node.leave, node.stop) if handle_signals else contextlib.nullcontext():
+                summary = await node.run()
         finally:
             shown.cancel()
-            if handle_signals:
-                _remove_signals()
         if checkpoints is not None and summary["end"] == "left":
             await checkpoints.ack_held()
         if node.cycle is not None:
@@ -277,19 +274,3 @@ async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] |
             await asyncio.gather(looping, return_exceptions=True)
             checkpoints.close()
         node.rows.close()
-
-
-def _install_signals(node: ClusterNode) -> None:
-    """SIGTERM: leave (hand every bucket over; the last node just stops). SIGINT: stop now, keeping
-    the state. Not in the main thread (a test): the caller stops the node instead."""
-    loop = asyncio.get_running_loop()
-    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-        loop.add_signal_handler(signal.SIGTERM, node.leave)
-        loop.add_signal_handler(signal.SIGINT, node.stop)
-
-
-def _remove_signals() -> None:
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
-            loop.remove_signal_handler(sig)

@@ -104,7 +104,7 @@ class ClusterNode:
         self.transport, self.coordinator = backend.transport(self.node_id), backend.coordinator()
         self.router = _router(parts, self.transport, self.ownership, addresses)
         self._limits(cycle)
-        self.crawl = CrawlNode(parts, router=self.router.route, linger=True, handle_signals=False,
+        self.crawl = CrawlNode(parts, router=self.router.route, linger=True,
                                after_route=self.router.wait_routed, hooks=cycle.hooks if cycle else None,
                                page_permit=self._permit if self.budget or self.permits else None)
         self.router.add_local = self.crawl.add_local
