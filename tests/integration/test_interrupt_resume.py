@@ -72,3 +72,21 @@ async def test_ctrl_c_prints_the_summary_says_how_to_resume_and_the_runs_add_up(
     if not extra:
         assert [run["end"] for run in total["runs"]] == ["stopped", "done"]
         assert total["runs"][0]["pages"] + total["runs"][1]["pages"] == total["pages"]
+
+
+async def test_max_pages_counts_the_whole_crawl_over_its_runs(tmp_path: Path) -> None:
+    """--max-pages means the crawl's pages in all, as in a cluster: a resume continues the count."""
+    from webgather.runtime.crawl import run_crawl
+
+    model = WebModel(WebParams.for_tests())
+    out = tmp_path / "out"
+    async with TestWebServer(model) as server:
+        config = crawl_config(crawl_config_for(model.params), out, write_resolve(server, tmp_path), min_delay_s=0.01)
+        seed = server.home_url(0)
+        first = await run_crawl(replace(config, max_pages=20), [seed])
+        again = await run_crawl(replace(config, max_pages=20), [seed])
+        more = await run_crawl(replace(config, max_pages=35), [seed])
+    assert first["pages"] == 20 and first["finished"] is False
+    assert again["runs"][-1]["pages"] == 0 and again["pages"] == 20
+    assert more["runs"][-1]["pages"] == 15 and more["pages"] == 35
+    assert sum(fetched_urls(final_entries(out)).values()) <= 35

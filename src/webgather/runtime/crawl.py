@@ -14,8 +14,11 @@ from typing import Any
 from webgather.clock import Clock, SystemClock
 from webgather.cluster.inprocess import InProcessHub
 from webgather.config import CrawlConfig
+from webgather.errors import StoreError
 from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
+from webgather.runtime.cluster_permits import COUNTER as PERMITS
 from webgather.store.outdir import merge_seeds
+from webgather.store.summary import read_summary
 
 __all__ = ["run_crawl"]
 
@@ -40,5 +43,15 @@ async def run_crawl(
     config = dataclasses.replace(config, seeds=tuple(all_seeds))
     hub = InProcessHub(config.cluster.n_buckets, clock)
     found = await start_crawl(hub, config, all_seeds, nodes=[node_id], epoch=clock.wall())
+    if config.max_pages is not None:  # crawl-wide, as in a cluster: earlier runs' pages hold their permits
+        await hub.coordinator().incr(PERMITS, min(config.max_pages, _pages_so_far(out_dir)))
     return await run_cluster_node(hub, config, node_id=node_id, nodes_dir=out_dir / "nodes", node_dir=out_dir,
                                   epoch=found.epoch, clock=clock, handle_signals=True, progress=progress)
+
+
+def _pages_so_far(out_dir: Path) -> int:
+    """Pages of the crawl's earlier runs, as its ``summary.json`` counts them (0 for a new crawl)."""
+    try:
+        return int(read_summary(out_dir).get("pages") or 0)
+    except StoreError:
+        return 0
