@@ -22,7 +22,8 @@ import sys
 from collections.abc import Sequence
 
 from webgather.errors import WebgatherError, WriteFailed
-from webgather.logs import configure, logs_to_file, settings_from_args
+from webgather.commands.report import exit_line
+from webgather.logs import configure, settings_from_args
 
 __all__ = ["COMMAND_MODULES", "EXIT_WRITE_FAILED", "build_parser", "main"]
 
@@ -74,15 +75,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WebgatherError as exc:
         return _exit(f"webgather: error: {exc}", 2)
     except KeyboardInterrupt:
-        return _exit("webgather: interrupted", 130)
+        return _exit("webgather: interrupted", 130, logging.WARNING)
     return code
 
 
-def _exit(line: str, code: int) -> int:
-    """The exit line, plain on stderr (it answers the command line); in the log file too, if there is one."""
-    print(line, file=sys.stderr)
-    if logs_to_file():
-        logging.getLogger(__name__).error(line)
+def _exit(line: str, code: int, level: int = logging.ERROR) -> int:
+    exit_line(line, level)
     return code
 
 

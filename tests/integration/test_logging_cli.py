@@ -7,14 +7,23 @@ INFO ("gave up ...") when the host is dropped, after two tries 0.05 s apart.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import signal
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from webgather.config import to_toml
+from webgather.testweb.graph import WebModel
+from webgather.testweb.params import WebParams, crawl_config_for
+from webgather.testweb.server import TestWebServer
+
+from node_crawl_helpers import crawl_config, write_resolve
 from robots_web import closed_port
 
 TEXT_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR) webgather\.[\w.]+: ")
@@ -94,11 +103,38 @@ def test_the_exit_line_stays_plain_on_stderr_and_is_logged_to_the_file(tmp_path:
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("webgather: error: ") and "notaurl" in done.stderr
     [record] = [json.loads(line) for line in log.read_text().splitlines()]
-    assert record["level"] == "error" and record["logger"] == "webgather.cli"
+    assert record["level"] == "error" and record["logger"] == "webgather.commands.report"
     assert record["message"] == done.stderr.rstrip("\n")
     unwritable = _webgather("crawl", "http://a.test/", "--log-file", str(tmp_path / "no" / "such.log"), cwd=tmp_path)
     assert unwritable.returncode == 2 and unwritable.stderr.startswith("webgather: error: cannot open the log file")
     assert unwritable.stderr.count("\n") == 1, unwritable.stderr
+
+
+async def test_the_ctrl_c_line_stays_plain_on_stderr_and_is_logged_to_the_file(tmp_path: Path) -> None:
+    model = WebModel(WebParams.for_tests())
+    out, log = tmp_path / "out", tmp_path / "diagnostics.jsonl"
+    async with TestWebServer(model) as server:
+        config = crawl_config(crawl_config_for(model.params), out, write_resolve(server, tmp_path), min_delay_s=0.05)
+        (tmp_path / "crawl.toml").write_text(to_toml(replace(config, fetch=replace(config.fetch, concurrency=4))))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "webgather", "crawl", server.home_url(0), "--out", str(out), "--config",
+            str(tmp_path / "crawl.toml"), "--no-progress", "--log-format", "json", "--log-file", str(log),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        try:
+            async with asyncio.timeout(60):
+                while not (out / "crawl.log.jsonl").exists() or (out / "crawl.log.jsonl").read_bytes().count(b"\n") < 20:
+                    assert proc.returncode is None, "the crawl ended before it could be interrupted"
+                    await asyncio.sleep(0.05)
+            proc.send_signal(signal.SIGINT)
+            _, stderr = await asyncio.wait_for(proc.communicate(), 60)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+    line = "webgather: interrupted; run the same command to resume the crawl"
+    assert proc.returncode == 130 and stderr.decode() == line + "\n", stderr.decode()
+    last = json.loads(log.read_text().splitlines()[-1])
+    assert last["level"] == "warning" and last["message"] == line
 
 
 def test_workers_write_their_diagnostics_to_node_log_with_the_level_and_format_given(

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import Any
 
-__all__ = ["EXIT_INTERRUPTED", "exit_code", "print_cluster_summary", "print_cycle", "print_summary"]
+from webgather.logs import logs_to_file
+
+__all__ = ["EXIT_INTERRUPTED", "exit_code", "exit_line", "print_cluster_summary", "print_cycle", "print_summary"]
+
+log = logging.getLogger(__name__)
 
 EXIT_INTERRUPTED = 130
 """Ctrl-C (SIGINT) stopped the crawl, its state kept: the same command resumes it (one node,
@@ -80,6 +85,15 @@ def print_cluster_summary(summary: dict[str, Any]) -> None:
         print(json.dumps(summary, indent=2))
 
 
+def exit_line(line: str, level: int = logging.ERROR) -> None:
+    """A line that ends the command: plain on stderr in every log format (it answers the command line,
+    scripts match it; see webgather.logs) and, with ``--log-file``, logged there too, so the file says
+    why the run ended."""
+    print(line, file=sys.stderr)
+    if logs_to_file():
+        log.log(level, line)
+
+
 def exit_code(summary: dict[str, Any], *, resume: str = "run the same command to resume the crawl") -> int:
     """The command's exit status for a run that ended with ``summary`` (errors raised are ``cli``'s):
     ``EXIT_DATA_LOST`` (4) if buckets were lost, ``EXIT_INTERRUPTED`` (130) after Ctrl-C (with a last
@@ -89,6 +103,6 @@ def exit_code(summary: dict[str, Any], *, resume: str = "run the same command to
     if summary.get("losses"):
         return EXIT_DATA_LOST
     if summary.get("interrupted") or summary.get("end") == "stopped":
-        print(f"webgather: interrupted; {resume}", file=sys.stderr)
+        exit_line(f"webgather: interrupted; {resume}", logging.WARNING)
         return EXIT_INTERRUPTED
     return 0
