@@ -22,8 +22,7 @@ import sys
 from collections.abc import Sequence
 
 from webgather.errors import WebgatherError, WriteFailed
-from webgather.commands.report import exit_line
-from webgather.logs import configure, settings_from_args
+from webgather.logs import configure, logs_to_file, settings_from_args
 
 __all__ = ["COMMAND_MODULES", "EXIT_WRITE_FAILED", "build_parser", "main"]
 
@@ -80,7 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _exit(line: str, code: int, level: int = logging.ERROR) -> int:
-    exit_line(line, level)
+    """The exit line, as ``commands.report.exit_line`` writes it (cli imports no command module statically)."""
+    print(line, file=sys.stderr)
+    if logs_to_file():
+        logging.getLogger(__name__).log(level, line)
     return code
 
 

@@ -103,7 +103,7 @@ def test_the_exit_line_stays_plain_on_stderr_and_is_logged_to_the_file(tmp_path:
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert done.stderr.startswith("webgather: error: ") and "notaurl" in done.stderr
     [record] = [json.loads(line) for line in log.read_text().splitlines()]
-    assert record["level"] == "error" and record["logger"] == "webgather.commands.report"
+    assert record["level"] == "error" and record["logger"] == "webgather.cli"
     assert record["message"] == done.stderr.rstrip("\n")
     unwritable = _webgather("crawl", "http://a.test/", "--log-file", str(tmp_path / "no" / "such.log"), cwd=tmp_path)
     assert unwritable.returncode == 2 and unwritable.stderr.startswith("webgather: error: cannot open the log file")
