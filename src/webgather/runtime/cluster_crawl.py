@@ -36,7 +36,6 @@ from webgather.cluster import definition as definitions
 from webgather.cluster._common import check_node
 from webgather.cluster.definition import CrawlDefinition, CycleSpec, publish_cycle, read_cycle
 from webgather.cluster.mapping import bucket_of, initial
-from webgather.cluster.positions import positions_of
 from webgather.cluster.router import send_retrying
 from webgather.cluster.transport import Backend
 from webgather.cluster.wire import encode_batch
@@ -51,7 +50,6 @@ from webgather.runtime.checkpoint import Checkpointer
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
 from webgather.runtime.cluster_cycle import NodeCycle, cycle_config
 from webgather.runtime.cluster_frontier import keyed_frontier
-from webgather.runtime.cluster_gnp import GnpPlacements, running_measurer
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.runtime.cluster_recovery import NodeLock
 from webgather.runtime.parts import NodeParts, open_parts
@@ -83,7 +81,10 @@ def partition_of(config: CrawlConfig, backend: Backend,
     ``node``: the node that places and measures, None for seeds)."""
     if config.cluster.partition_by == "host":
         return None, Frontier
-    if config.cluster.partition_by == "gnp":
+    if config.cluster.partition_by == "gnp":  # imported here: numpy and redis-py, which other crawls need not load
+        from webgather.cluster.positions import positions_of
+        from webgather.runtime.cluster_gnp import GnpPlacements
+
         placements = GnpPlacements(positions_of(backend), backend.coordinator(), config, SystemClock(), node=node)
         return placements, keyed_frontier(placements.frontier_key)
     addresses = SharedAddresses(backend.coordinator())
@@ -234,8 +235,11 @@ def _write_failed_summary(node_dir: Path, summary: dict[str, Any], exc: WriteFai
 async def _measured(node: ClusterNode, addresses: SharedAddresses | None,
                     running: Awaitable[dict[str, Any]]) -> dict[str, Any]:
     """``running``, with GNP's measuring loop beside it under ``--partition-by gnp``."""
-    if isinstance(addresses, GnpPlacements):
+    if node.parts.config.cluster.partition_by == "gnp":
+        from webgather.runtime.cluster_gnp import GnpPlacements, running_measurer
+
         parts = node.parts
+        assert isinstance(addresses, GnpPlacements)
         addresses.table = lambda: node.ownership.table
         return await running_measurer(addresses, parts.config, parts.resolver, parts.clock, running)
     return await running
