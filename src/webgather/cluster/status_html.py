@@ -14,21 +14,25 @@ from html import escape
 from webgather.cluster.status_model import ClusterStatus, HostRow, NodeRow
 from webgather.cluster.status_svg import line_chart
 
-__all__ = ["render_page"]
+__all__ = ["RATE_COLOUR", "VARIANCE_COLOUR", "render_page"]
+
+RATE_COLOUR = "#1f6feb"
+"""The pages/s line: used nowhere else on the page (a screenshot test looks for it)."""
+VARIANCE_COLOUR = "#6f42c1"
 
 STYLE = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:20px 28px;color:#24292e;background:#f6f8fa}
+body{font:13px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif;margin:20px 28px;color:#24292e;background:#f6f8fa}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:16px;margin:0 0 8px}
 .sub{color:#586069;margin-bottom:14px}
-.card{background:#fff;border:1px solid #d1d5da;border-radius:6px;padding:12px 16px;margin-bottom:14px}
-.row{display:flex;gap:14px;flex-wrap:wrap}.row>.card{flex:1;min-width:320px}
+.card{background:#fff;border:1px solid #d1d5da;border-radius:6px;padding:10px 14px;margin-bottom:12px}
+.row{display:flex;gap:14px;flex-wrap:wrap}.row>.card{flex:1;min-width:320px;overflow:hidden}
 table{border-collapse:collapse;width:100%}th,td{padding:3px 8px;text-align:right;white-space:nowrap}
 th{border-bottom:2px solid #d1d5da;font-weight:600}td{border-bottom:1px solid #eaecef}
 th:first-child,td:first-child{text-align:left}
 .figs{display:flex;gap:28px;flex-wrap:wrap}.fig b{display:block;font-size:22px}.fig span{color:#586069}
 .alive{color:#22863a;font-weight:600}.missing{color:#cb2431;font-weight:600}
 .lost{background:#ffeef0;border:2px solid #cb2431;color:#86181d;font-weight:600}
-.bar{display:inline-block;height:10px;background:#1f6feb;border-radius:2px;vertical-align:middle}
+.bar{display:inline-block;height:10px;background:#79b8ff;border-radius:2px;vertical-align:middle}
 .bar.err{background:#d73a49}.note{color:#586069;font-size:12px}
 """
 
@@ -70,8 +74,9 @@ def _losses(status: ClusterStatus) -> str:
 def _figures(status: ClusterStatus) -> str:
     var_last = f"{status.var_share_last:.2e}" if status.var_share_last is not None else "-"
     var_mean = f"{status.var_share_mean:.2e}" if status.var_share_mean is not None else "-"
+    counted = sum(1 for p in status.history if p.var_share is not None)
     figs = [(f"{status.pages:,}", "pages (live nodes)"), (f"{status.pages_per_s:,.1f}", "pages/s, last interval"),
-            (var_last, "load variance, last interval"), (var_mean, f"mean over {len(status.history)} intervals")]
+            (var_last, "load variance, last interval"), (var_mean, f"mean over {counted} intervals")]
     figs += [(str(n), escape(k)) for k, n in status.recovery if (k, n) not in status.losses]
     inner = "".join(f'<div class="fig"><b>{value}</b><span>{label}</span></div>' for value, label in figs)
     return f'<div class="card figs">{inner}</div>'
@@ -94,13 +99,15 @@ def _nodes(nodes: tuple[NodeRow, ...]) -> str:
 def _charts(status: ClusterStatus) -> str:
     interval = f"{status.interval_s:g} s" if status.interval_s else "-"
     rate = line_chart([(p.start_s, p.pages_per_s) for p in status.history], title="pages per second",
-                      x_label="seconds since the crawl started", y_label="pages/s",
+                      colour=RATE_COLOUR,
+                      x_label="seconds since the crawl started", y_label="pages/s", width=540, height=210,
                       empty_text="no complete load interval yet")
     var = line_chart([(p.start_s, p.var_share) for p in status.history if p.var_share is not None],
-                     title="load variance", x_label="seconds since the crawl started", y_label="var of shares",
-                     colour="#6f42c1", height=160, empty_text="fewer than two nodes with pages")
-    return (f'<div class="card"><h2>Pages per second (all live nodes, per {interval} interval)</h2>{rate}'
-            f'<h2>Load variance between nodes (variance of their shares of each interval\'s pages)</h2>{var}</div>')
+                     title="load variance", x_label="seconds since the crawl started", y_label="variance of shares",
+                     colour=VARIANCE_COLOUR, width=540, height=210, empty_text="fewer than two nodes with pages")
+    return (f'<div class="row"><div class="card"><h2>Pages per second (live nodes, {interval} intervals)</h2>{rate}'
+            '</div><div class="card"><h2>Load variance (of the nodes\' shares of each interval)</h2>'
+            f"{var}</div></div>")
 
 
 def _errors(errors: tuple[tuple[str, int], ...]) -> str:
@@ -108,7 +115,7 @@ def _errors(errors: tuple[tuple[str, int], ...]) -> str:
     rows = "".join(f'<tr><td>{escape(kind)}</td><td>{n:,}</td><td style="width:45%;text-align:left">'
                    f'<span class="bar err" style="width:{100 * n / top:.1f}%"></span></td></tr>'
                    for kind, n in errors)
-    return (f'<div class="card"><h2>Errors by kind</h2><table><tr><th>kind</th><th>pages</th><th></th></tr>'
+    return (f'<div class="card"><h2>Errors by kind</h2><table><tr><th>kind</th><th>count</th><th></th></tr>'
             f'{rows or "<tr><td colspan=3>none</td></tr>"}</table></div>')
 
 
