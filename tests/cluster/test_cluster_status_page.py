@@ -29,12 +29,16 @@ from cluster_process_helpers import finish, kill_tree
 from matplotlib import image
 
 from process_helpers import own_redis_servers
+from webgather.cluster import definition
+from webgather.cluster.definition import CrawlDefinition
 from webgather.cluster.embedded import EmbeddedRedis
 from webgather.cluster.mapping import initial
 from webgather.cluster.redis import RedisBackend
 from webgather.cluster.status import interval_load
 from webgather.cluster.status_html import RATE_COLOUR
+from webgather.config import load
 from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
+from webgather.runtime.status_server import StatusServer, open_reader
 from webgather.testweb import TestWebServer, WebModel, closure
 from webgather.urls import host_key
 
@@ -216,11 +220,37 @@ async def test_status_page_shows_the_nodes_figures_and_renders_in_a_browser(tmp_
                     "(scripts/test installs chromium when it runs as root with apt)")
 
 
-async def test_status_of_a_crawl_that_does_not_exist_is_one_line(redis_server: EmbeddedRedis) -> None:
-    proc = await _status_command("--redis", redis_server.url, "--crawl", "nosuchcrawl", "--port", "0")
+async def test_status_of_a_crawl_that_does_not_exist_is_one_line(tmp_path: Path, redis_server: EmbeddedRedis) -> None:
+    (tmp_path / "redis-url").write_text(redis_server.url + "\n")
+    proc = await _status_command("--redis", f"@{tmp_path / 'redis-url'}", "--crawl", "nosuchcrawl", "--port", "0")
     async with asyncio.timeout(30):
         stdout, stderr = await proc.communicate()
     lines = stderr.decode().strip().splitlines()
     assert proc.returncode == 2 and stdout == b""
     assert lines == ["webgather: error: no crawl named 'nosuchcrawl' in that Redis (start one with webgather crawl "
                      "--redis URL --crawl nosuchcrawl)"]
+
+
+async def test_the_page_answers_503_in_one_line_while_redis_is_away_and_recovers(tmp_path: Path) -> None:
+    with EmbeddedRedis(tmp_path / "redis", appendfsync="always") as server:
+        async with await RedisBackend.connect(server.url, CRAWL, M) as backend:
+            await definition.publish(backend, CrawlDefinition.of(load(None, {}, {}), ["http://h.test/"], 1.7e9))
+            await backend.coordinator().heartbeat("n1", {"pages": 7, "idle": True}, 60.0)
+        reader = await open_reader(server.url, CRAWL)
+        try:
+            async with StatusServer(reader, "127.0.0.1", 0, 5.0) as status, aiohttp.ClientSession() as session:
+                async with session.get(status.url + "status.json") as response:
+                    assert response.status == 200 and (await response.json())["pages"] == 7
+                server.kill()
+                async with session.get(status.url) as response:
+                    text = await response.text()
+                    assert response.status == 503 and text.startswith(f"crawl {CRAWL}: cannot reach Redis")
+                    assert text.count("\n") == 1
+                async with session.get(status.url + "status.json") as response:
+                    assert response.status == 503 and "cannot reach Redis" in (await response.json())["error"]
+                await asyncio.to_thread(server.start)  # the same directory: its data comes back
+                async with session.get(status.url) as response:
+                    assert response.status == 200 and "<td>n1</td>" in await response.text()
+        finally:
+            await reader.aclose()
+    assert own_redis_servers() == []
