@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import xml.etree.ElementTree as ET
+from collections import Counter
 
 import pytest
 
@@ -128,6 +130,24 @@ def test_host_tally_is_exact_within_capacity_and_bounded_beyond() -> None:
     assert tally.top(1)[0][0] == "e" and tally.top(1)[0][1] - tally.top(1)[0][2] <= 10 <= tally.top(1)[0][1]
     with pytest.raises(ValueError):
         HostTally(0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_host_tally_keeps_space_saving_bounds_on_a_skewed_stream(seed: int) -> None:
+    rng = random.Random(seed)
+    capacity, stream = 16, [f"h{min(int(rng.paretovariate(0.8)), 500)}" for _ in range(5000)]
+    tally, truth = HostTally(capacity), Counter(stream)
+    for host in stream:
+        tally.add(host)
+    reported = {host: (pages, over) for host, pages, over in tally.top(capacity)}
+    assert len(tally) == capacity and len(truth) > capacity
+    for host, n in truth.items():
+        if n > len(stream) / capacity:
+            assert host in reported  # every host above N / capacity is tracked
+        if host in reported:
+            pages, over = reported[host]
+            assert pages - over <= n <= pages
+    assert [h for h, _n, _o in tally.top(3)] == [h for h, _n in truth.most_common(3)]
 
 
 def test_crawl_stats_count_pages_per_host() -> None:

@@ -7,7 +7,7 @@ place of the smallest counter and inherits its count as an *overcount* bound:
 a reported count is at most ``overcount`` above the truth, and every host with
 more than ``pages / capacity`` pages is tracked. With at most ``capacity``
 hosts the counts are exact (overcount 0). Pure; O(1) per page for a tracked
-host, O(capacity) for one that displaces another.
+host, amortized O(1) in practice for one that displaces another (:meth:`HostTally._smallest`).
 """
 
 from __future__ import annotations
@@ -28,6 +28,9 @@ class HostTally:
         self.capacity = capacity
         self._counts: dict[str, int] = {}
         self._overcount: dict[str, int] = {}
+        self._low = 0
+        self._lows: list[str] = []
+        """Hosts that had the smallest count, ``_low``, at the last scan (see :meth:`_smallest`)."""
 
     def add(self, host: str, pages: int = 1) -> None:
         counts = self._counts
@@ -36,11 +39,24 @@ class HostTally:
             return
         floor = 0
         if len(counts) >= self.capacity:
-            victim = min(counts, key=counts.__getitem__)
+            victim = self._smallest()
             floor = counts.pop(victim)
             del self._overcount[victim]
         counts[host] = floor + pages
         self._overcount[host] = floor
+
+    def _smallest(self) -> str:
+        """A host with the smallest count. Counts only grow and a newcomer starts above the smallest,
+        so the hosts found at the minimum by one scan stay candidates until they grow or leave:
+        one O(capacity) scan serves every displacement until they are used up."""
+        counts = self._counts
+        while self._lows:
+            host = self._lows.pop()
+            if counts.get(host) == self._low:
+                return host
+        self._low = min(counts.values())
+        self._lows = [host for host, n in counts.items() if n == self._low]
+        return self._lows.pop()
 
     def top(self, k: int) -> list[tuple[str, int, int]]:
         """``(host, pages, overcount)`` of the ``k`` largest counts, largest first (ties by host name)."""
