@@ -237,7 +237,7 @@ class CrawlNode:
             await parts.writer.write(result, entry, links)
         else:
             await self._hooks.store(item, result, entry, links, extracted.text)
-        self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body))
+        self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body), item.url)
         parts.frontier.complete(item, clock.monotonic())
 
     async def _record_internal_error(self, item: CrawlItem, exc: Exception) -> None:

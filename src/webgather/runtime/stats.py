@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from webgather.runtime.host_tally import HostTally
+from webgather.urls import host_key
+
 __all__ = ["CrawlStats"]
 
 
@@ -30,9 +33,14 @@ class CrawlStats:
     errors: Counter[str] = field(default_factory=Counter)
     per_interval: Counter[int] = field(default_factory=Counter)
     """Pages completed in interval k = floor((t - started_at) / interval_s)."""
+    hosts: HostTally = field(default_factory=HostTally)
+    """Pages per host of the busiest hosts (bounded: published with a cluster node's heartbeat)."""
 
-    def record_page(self, now_wall: float, status: int | None, error: str | None, size: int) -> None:
+    def record_page(self, now_wall: float, status: int | None, error: str | None, size: int,
+                    url: str | None = None) -> None:
         self.pages += 1
+        if url is not None:
+            self.hosts.add(host_key(url))
         self.bytes_received += size
         if status is not None:
             self.status[status] += 1
