@@ -188,6 +188,18 @@ class RobotsGate:
     def __len__(self) -> int:
         return len(self._settled) + len(self._unsettled)
 
+    def counts(self, now: float) -> dict[str, int]:
+        """Hosts by robots state at ``now``: ``allowed`` (rules known), ``dead`` (given up on),
+        ``expired`` (either, past its time: fetched again on the host's next URL), ``fetching``
+        (robots.txt under way) and ``waiting`` (to retry it later). Reads only; O(hosts)."""
+        out = {"allowed": 0, "dead": 0, "expired": 0, "fetching": 0, "waiting": 0}
+        for state in self._settled.values():
+            live = now < (state.expires_at if isinstance(state, _Known) else state.until)
+            out["expired" if not live else "allowed" if isinstance(state, _Known) else "dead"] += 1
+        for unsettled in self._unsettled.values():
+            out["fetching" if isinstance(unsettled, _Pending) else "waiting"] += 1
+        return out
+
     def _live_settled(self, host: str, now: float) -> _Settled | None:
         settled = self._settled.get(host)
         if settled is None:

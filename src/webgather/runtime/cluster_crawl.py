@@ -54,6 +54,7 @@ from webgather.runtime.cluster_frontier import keyed_frontier
 from webgather.runtime.cluster_gnp import GnpPlacements, running_measurer
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.runtime.cluster_recovery import NodeLock
+from webgather.runtime.metrics import serve_metrics
 from webgather.runtime.parts import open_parts
 from webgather.runtime.pipeline import seed_items
 from webgather.scope import Scope
@@ -186,7 +187,8 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
                 node = ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls,
                                    addresses=addresses, cycle=cycle)
                 checkpoints = Checkpointer(node, store) if store is not None else None
-                summary = await _measured(node, addresses, _run_node(node, on_start, handle_signals, checkpoints))
+                async with serve_metrics(config.metrics, node.parts, node, cycle.hooks if cycle is not None else None):
+                    summary = await _measured(node, addresses, _run_node(node, on_start, handle_signals, checkpoints))
             finally:
                 if cycle is not None:
                     cycle.close()

@@ -17,6 +17,7 @@ from typing import Any
 from webgather.config import CrawlConfig
 from webgather.errors import SeedError, StoreError, WriteFailed
 from webgather.clock import Clock, SystemClock
+from webgather.runtime.metrics import serve_metrics
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts, open_parts
 from webgather.runtime.progress import Progress
@@ -71,7 +72,8 @@ async def run_crawl(
     try:
         async with open_parts(config, out_dir, node_id=node_id, clock=clock, seeds=all_seeds) as parts:
             try:
-                await _run_node(parts, all_seeds, progress)
+                async with serve_metrics(config.metrics, parts):
+                    await _run_node(parts, all_seeds, progress)
             finally:  # stopped by a failed write too: the summary counts what was stored
                 summary = _summary(parts.stats.as_dict(), parts.frontier.stats(), clock.monotonic() - wall0,
                                    time.process_time() - cpu0)

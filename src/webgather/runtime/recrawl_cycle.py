@@ -41,6 +41,7 @@ from webgather.recrawl.policy import check_config, expected_freshness_now, plan_
 from webgather.recrawl.state import CycleRow, UrlState, state_path
 from webgather.clock import Clock, SystemClock
 from webgather.runtime.crawl import merge_seeds
+from webgather.runtime.metrics import serve_metrics
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts, open_parts
 from webgather.store.summary import write_summary
@@ -166,9 +167,11 @@ async def _run_node(
             return True
     parts.config = dataclasses.replace(config, max_pages=left)
     robots = RobotsReuse(config.robots.ttl_s, config.fetch.user_agent, config.robots.max_bytes, parts.clock.wall)
-    node = CrawlNode(parts, hooks=RecrawlHooks(state, parts.writer.writer, config.recrawl, cycle.id, robots))
+    hooks = RecrawlHooks(state, parts.writer.writer, config.recrawl, cycle.id, robots)
+    node = CrawlNode(parts, hooks=hooks)
     node.add_seeds(seeds)
-    await node.run()
+    async with serve_metrics(config.metrics, parts, recrawl=hooks):
+        await node.run()
     return parts.frontier.is_done() or (left is not None and parts.stats.pages >= left)
 
 
