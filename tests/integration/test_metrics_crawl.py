@@ -133,3 +133,29 @@ async def test_a_metrics_port_in_use_is_a_one_line_error(model: WebModel, tmp_pa
                 "--metrics", f"127.0.0.1:{port}")
     assert code == 2 and f"cannot serve metrics on 127.0.0.1:{port}" in err and "Traceback" not in err, err
     assert err.strip().count("\n") == 0, err
+
+
+async def test_each_worker_serves_its_metrics_on_port_plus_k(model: WebModel, tmp_path: Path) -> None:
+    from webgather.config import ClusterConfig, to_toml
+
+    base = free_port()
+    while not port_is_free(base + 1):
+        base = free_port()
+    async with TestWebServer(model) as server:
+        config = crawl_config(crawl_config_for(model.params), tmp_path / "out", write_resolve(server, tmp_path),
+                              min_delay_s=0.1)
+        config = dataclasses.replace(config, cluster=ClusterConfig(n_buckets=64, heartbeat_s=0.1, member_ttl_s=2.0))
+        (tmp_path / "crawl.toml").write_text(to_toml(config))
+        crawl = asyncio.create_task(_cli("crawl", server.home_url(0), "--config", str(tmp_path / "crawl.toml"),
+                                         "--workers", "2", "--metrics", str(base), timeout_s=120))
+        scrapes = await asyncio.gather(*(scrape_while(port, lambda: not crawl.done()) for port in (base, base + 1)))
+        code, stdout, stderr = await crawl
+    assert code == 0, stdout + stderr
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    for k, port in enumerate((base, base + 1)):
+        assert scrapes[k], f"worker w{k} on port {port} was never scraped"
+        last = scrapes[k][-1]
+        assert last[f"webgather_node_info{{node=w{k}}}"] == 1
+        assert 0 < last["webgather_pages_total"] <= summary["nodes"][f"w{k}"]["pages"]
+        assert last["webgather_buckets_owned"] > 0
+        assert port_is_free(port)
