@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from webgather.config import ClusterConfig, to_toml
 from webgather.runtime.crawl import run_crawl
 from webgather.runtime.metrics import serve_metrics
 from webgather.runtime.node import CrawlNode
@@ -88,13 +89,21 @@ async def _cli(*args: str, env: dict[str, str] | None = None, timeout_s: float =
     return proc.returncode, out.decode(), err.decode()
 
 
+def _config_file(model: WebModel, server: TestWebServer, tmp_path: Path, min_delay_s: float) -> Path:
+    """The test web's crawl settings (quick robots retries, short timeouts) as a TOML file for the CLI."""
+    config = crawl_config(crawl_config_for(model.params), tmp_path / "out", write_resolve(server, tmp_path),
+                          min_delay_s=min_delay_s)
+    config = dataclasses.replace(config, cluster=ClusterConfig(n_buckets=64, heartbeat_s=0.1, member_ttl_s=2.0))
+    (tmp_path / "crawl.toml").write_text(to_toml(config))
+    return tmp_path / "crawl.toml"
+
+
 async def test_webgather_crawl_metrics_from_the_command_line(model: WebModel, tmp_path: Path) -> None:
     port = free_port()
     async with TestWebServer(model) as server:
-        resolve = write_resolve(server, tmp_path)
-        crawl = asyncio.create_task(_cli(
-            "crawl", server.home_url(0), "--out", str(tmp_path / "out"), "--resolve", str(resolve), "--no-progress",
-            "--delay", "0.02", "--allow-address", "127.0.0.0/8", "--metrics", f"127.0.0.1:{port}"))
+        config_file = _config_file(model, server, tmp_path, min_delay_s=0.02)
+        crawl = asyncio.create_task(_cli("crawl", server.home_url(0), "--config", str(config_file),
+                                         "--metrics", f"127.0.0.1:{port}"))
         scrapes = await scrape_while(port, lambda: not crawl.done())
         code, _, stderr = await crawl
     assert code == 0, stderr
@@ -135,18 +144,14 @@ async def test_a_metrics_port_in_use_is_a_one_line_error(model: WebModel, tmp_pa
     assert err.strip().count("\n") == 0, err
 
 
+@pytest.mark.slow
 async def test_each_worker_serves_its_metrics_on_port_plus_k(model: WebModel, tmp_path: Path) -> None:
-    from webgather.config import ClusterConfig, to_toml
-
     base = free_port()
     while not port_is_free(base + 1):
         base = free_port()
     async with TestWebServer(model) as server:
-        config = crawl_config(crawl_config_for(model.params), tmp_path / "out", write_resolve(server, tmp_path),
-                              min_delay_s=0.1)
-        config = dataclasses.replace(config, cluster=ClusterConfig(n_buckets=64, heartbeat_s=0.1, member_ttl_s=2.0))
-        (tmp_path / "crawl.toml").write_text(to_toml(config))
-        crawl = asyncio.create_task(_cli("crawl", server.home_url(0), "--config", str(tmp_path / "crawl.toml"),
+        config_file = _config_file(model, server, tmp_path, min_delay_s=0.1)
+        crawl = asyncio.create_task(_cli("crawl", server.home_url(0), "--config", str(config_file),
                                          "--workers", "2", "--metrics", str(base), timeout_s=120))
         scrapes = await asyncio.gather(*(scrape_while(port, lambda: not crawl.done()) for port in (base, base + 1)))
         code, stdout, stderr = await crawl
@@ -159,3 +164,29 @@ async def test_each_worker_serves_its_metrics_on_port_plus_k(model: WebModel, tm
         assert 0 < last["webgather_pages_total"] <= summary["nodes"][f"w{k}"]["pages"]
         assert last["webgather_buckets_owned"] > 0
         assert port_is_free(port)
+
+
+async def test_a_recrawl_cycle_serves_its_counters(tmp_path: Path) -> None:
+    from recrawl_web import HOUR, T0, JumpClock, changing_web, recrawl_config
+
+    from webgather.runtime.recrawl_cycle import run_cycle
+
+    port = free_port()
+    clock = JumpClock(T0 + 60)
+    async with TestWebServer(changing_web(), clock=clock) as server:
+        config = recrawl_config(server, tmp_path)
+        config = dataclasses.replace(config, metrics=f"127.0.0.1:{port}",
+                                     politeness=dataclasses.replace(config.politeness, min_delay_s=0.05))
+        await run_cycle(config, [server.home_url(0)], clock=clock)
+        clock.advance(HOUR)
+        cycle = asyncio.create_task(run_cycle(config, clock=clock))
+        scrapes = await scrape_while(port, lambda: not cycle.done())
+        summary = await cycle
+    counts = summary["recrawl"]["counts"]
+    during = [s for s in scrapes if s.get("webgather_recrawl_events_total{event=fetches}", 0) > 0]
+    assert during, "no scrape saw the cycle's fetches"
+    assert all(s["webgather_recrawl_cycle"] == 2 for s in during)
+    last = during[-1]
+    assert last["webgather_recrawl_events_total{event=fetches}"] <= counts["fetches"]
+    assert last.get("webgather_recrawl_events_total{event=revisits}", 0) <= counts["revisits"]
+    assert port_is_free(port)
