@@ -75,7 +75,8 @@ def _crawl_families(sample: NodeSample) -> Iterator[Metric]:
     yield _labelled(CounterMetricFamily(P + "page_status", "Pages by HTTP status of their final attempt.",
                                         labels=["status"]), {str(k): v for k, v in sorted(sample.status.items())})
     yield _labelled(CounterMetricFamily(P + "page_errors", "URLs that ended with this crawl-log error kind "
-                                        "(robots denials included).", labels=["kind"]), dict(sorted(sample.errors.items())))
+                                        "(robots denials included).", labels=["kind"]),
+                    dict(sorted(sample.errors.items())))
 
 
 def _latency(sample: NodeSample) -> Metric:
@@ -114,8 +115,10 @@ def _cluster_families(cluster: ClusterSample) -> Iterator[Metric]:
                                         "included).", labels=["direction"]),
                     {"in": buckets.get("handoffs_in", 0) + buckets.get("handoffs_merged", 0),
                      "out": buckets.get("handoffs_out", 0)})
-    yield CounterMetricFamily(P + "handoff_urls", "Queued URLs sent in hand-offs.", value=buckets.get("handoff_items", 0))
-    yield CounterMetricFamily(P + "handoff_bytes", "Bytes of the hand-offs sent.", value=buckets.get("handoff_bytes", 0))
+    yield CounterMetricFamily(P + "handoff_urls", "Queued URLs sent in hand-offs.",
+                              value=buckets.get("handoff_items", 0))
+    yield CounterMetricFamily(P + "handoff_bytes", "Bytes of the hand-offs sent.",
+                              value=buckets.get("handoff_bytes", 0))
     yield _labelled(CounterMetricFamily(P + "recoveries", "Recoveries of a dead node's buckets run by this node, "
                                         "by outcome.", labels=["outcome"]), cluster.recoveries)
     yield CounterMetricFamily(P + "recovered_buckets", "Buckets recovered from dead nodes by this node.",
