@@ -18,8 +18,8 @@ from webgather.config.listen import listen_address
 from webgather.errors import ConfigError
 
 __all__ = [
-    "add_cluster_options", "add_crawl_options", "add_metrics_option", "add_recrawl_options", "check_combinations", "config_from_args",
-    "parse_duration", "recrawl_cli",
+    "add_cluster_options", "add_crawl_options", "add_metrics_option", "add_recrawl_options", "check_combinations",
+    "config_from_args", "parse_duration", "recrawl_cli",
 ]
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}

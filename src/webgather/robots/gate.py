@@ -192,13 +192,22 @@ class RobotsGate:
         """Hosts by robots state at ``now``: ``allowed`` (rules known), ``dead`` (given up on),
         ``expired`` (either, past its time: fetched again on the host's next URL), ``fetching``
         (robots.txt under way) and ``waiting`` (to retry it later). Reads only; O(hosts)."""
-        out = {"allowed": 0, "dead": 0, "expired": 0, "fetching": 0, "waiting": 0}
-        for state in self._settled.values():
-            live = now < (state.expires_at if isinstance(state, _Known) else state.until)
-            out["expired" if not live else "allowed" if isinstance(state, _Known) else "dead"] += 1
+        allowed = dead = expired = fetching = 0
+        for state in self._settled.values():  # plain counters: a scrape holds the event loop while this runs
+            if type(state) is _Known:
+                if now < state.expires_at:
+                    allowed += 1
+                else:
+                    expired += 1
+            elif now < state.until:  # type: ignore[union-attr]
+                dead += 1
+            else:
+                expired += 1
         for unsettled in self._unsettled.values():
-            out["fetching" if isinstance(unsettled, _Pending) else "waiting"] += 1
-        return out
+            if type(unsettled) is _Pending:
+                fetching += 1
+        return {"allowed": allowed, "dead": dead, "expired": expired, "fetching": fetching,
+                "waiting": len(self._unsettled) - fetching}
 
     def _live_settled(self, host: str, now: float) -> _Settled | None:
         settled = self._settled.get(host)
