@@ -239,6 +239,9 @@ class CrawlConfig:
     out_dir: str = "crawl-out"
     seeds: tuple[str, ...] = ()
     max_pages: int | None = None
+    """Pages the crawl fetches in all, over all its runs (a resume continues the count), on one node and
+    in a cluster alike (crawl-wide page permits: :mod:`webgather.runtime.cluster_permits`). A one-node
+    run killed -9 wrote no summary: its pages are not counted against the limit."""
     progress: bool = True
     pin_cpu: str = "auto"
     """Keep the node's threads on one CPU: "auto" (the one it starts on), "off", or N (the
