@@ -39,8 +39,8 @@ if TYPE_CHECKING:
     from webgather.runtime.metrics_export import MetricsServer
 
 __all__ = [
-    "ClusterSample", "ClusterView", "NodeSample", "NodeView", "RecrawlView", "serve_metrics", "take_sample",
-    "worker_metrics",
+    "ClusterSample", "ClusterView", "NodeSample", "NodeView", "RecrawlView", "ServedNode", "serve_metrics",
+    "serve_node_metrics", "take_sample", "worker_metrics",
 ]
 
 _log = logging.getLogger(__name__)
@@ -202,6 +202,28 @@ def _address(listen: str) -> tuple[str, int]:
     if address is None:  # config.checks refuses it when loaded; this is for direct callers
         raise ConfigError(f"metrics must be PORT or ADDR:PORT with an IP address, not {listen!r}")
     return address
+
+
+class _Cycle(Protocol):
+    @property
+    def hooks(self) -> RecrawlView: ...
+
+
+class ServedNode(ClusterView, Protocol):
+    """A cluster node with its parts and its re-crawl cycle, if any (a ClusterNode)."""
+
+    @property
+    def parts(self) -> NodeView: ...
+
+    @property
+    def cycle(self) -> _Cycle | None: ...
+
+
+def serve_node_metrics(listen: str | None, node: ServedNode) -> contextlib.AbstractAsyncContextManager[
+        MetricsServer | None]:
+    """:func:`serve_metrics` of a cluster node (one-node crawls included): its parts, its cluster
+    figures and its cycle's counters."""
+    return serve_metrics(listen, node.parts, node, node.cycle.hooks if node.cycle is not None else None)
 
 
 @contextlib.asynccontextmanager
