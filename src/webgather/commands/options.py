@@ -84,7 +84,7 @@ def add_metrics_option(parser: argparse.ArgumentParser) -> None:
     """``--metrics ADDR:PORT``: the node's Prometheus endpoint (``metrics`` in the config)."""
     parser.add_argument("--metrics", type=_listen, default=None, metavar="ADDR:PORT",
                         help="serve Prometheus metrics at http://ADDR:PORT/metrics (a bare PORT: 127.0.0.1; "
-                        "0: a free port, logged); with --workers N, worker K on PORT+K (default: off)")
+                        "0: a free port, logged at INFO); with --workers N, worker K on PORT+K (default: off)")
 
 
 def _listen(text: str) -> str:
