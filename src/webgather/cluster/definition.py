@@ -8,7 +8,7 @@ count from it on every node). ``webgather crawl`` stores it; ``webgather
 node --crawl NAME`` reads it and takes its settings from it, so nodes cannot
 disagree; a node that names a different M is refused with a one-line error.
 
-Per-node settings stay local: ``out_dir``, ``progress``, ``fetch.concurrency``, ``fetch.source_address``.
+Per-node settings stay local: ``out_dir``, ``progress``, ``fetch.concurrency``, ``fetch.source_address``, ``metrics``.
 ``max_pages`` is the crawl's (crawl-wide: :mod:`webgather.runtime.cluster_permits`);
 it limits the crawl, not its re-crawl cycles (a cycle's nodes run without it:
 the cycle's budget limits them, :mod:`webgather.runtime.cluster_budget`).
@@ -36,7 +36,7 @@ from webgather.errors import ClusterError, IncompatibleCrawl
 
 __all__ = ["CrawlDefinition", "CycleSpec", "identity", "publish", "publish_cycle", "read", "read_cycle"]
 
-LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "seeds", "pin_cpu", "fetch.source_address")
+LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "seeds", "pin_cpu", "fetch.source_address", "metrics")
 CYCLE_PREFIX = "recrawl."
 """Config keys that belong to a cycle, not to the crawl's definition."""
 if TYPE_CHECKING:

@@ -52,6 +52,7 @@ from webgather.runtime.cluster_cycle import NodeCycle, cycle_config
 from webgather.runtime.cluster_frontier import keyed_frontier
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.runtime.cluster_recovery import NodeLock
+from webgather.runtime.metrics import serve_node_metrics
 from webgather.runtime.parts import NodeParts, open_parts
 from webgather.runtime.progress import Progress
 from webgather.runtime.signals import crawl_signals
@@ -183,8 +184,9 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
                 node = _node(parts, backend, epoch, nodes_dir, frontier_cls, addresses, spec)
                 checkpoints = Checkpointer(node, store) if store is not None else None
                 try:
-                    running = _run_node(node, on_start, handle_signals, checkpoints, progress)
-                    summary = await _measured(node, addresses, running)
+                    async with serve_node_metrics(config.metrics, node):  # config.metrics None: off
+                        running = _run_node(node, on_start, handle_signals, checkpoints, progress)
+                        summary = await _measured(node, addresses, running)
                 finally:
                     if node.cycle is not None:
                         node.cycle.close()

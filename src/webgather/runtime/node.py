@@ -214,7 +214,7 @@ class CrawlNode:
     async def _handle(self, item: CrawlItem, result: FetchResult) -> None:
         parts, clock = self.parts, self.parts.clock
         decision = decide(item, result, parts.config, clock.wall())
-        self.stats.attempts += 1
+        self.stats.record_attempt(result.elapsed_s)
         now = clock.monotonic()
         if decision.retry:
             self.stats.retries += 1
