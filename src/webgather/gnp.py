@@ -42,7 +42,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.optimize import minimize
 
 from webgather.errors import AnalysisError, ConfigError
 
@@ -110,6 +109,8 @@ def _host_loss(x: FloatArray, anchors: FloatArray, latency: FloatArray) -> tuple
 
 
 def _minimize(fun: Any, x0: FloatArray, method: str) -> tuple[float, FloatArray]:
+    from scipy.optimize import minimize  # here: scipy costs every crawl ~30 MiB and a second to import
+
     if method == "Nelder-Mead":
         res = minimize(
             lambda v: fun(v)[0],
@@ -262,6 +263,8 @@ def _place_all(anchors: FloatArray, lat: FloatArray, start: FloatArray, method: 
         err = (lat - dist) / lat
         coef = -2.0 * err / (lat * np.maximum(dist, 1e-12))
         return float((err**2).sum()), (coef[:, :, None] * diff).sum(axis=1).ravel()
+
+    from scipy.optimize import minimize  # see _minimize
 
     res = minimize(loss, start.ravel(), jac=True, method="L-BFGS-B",
                    options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-10})

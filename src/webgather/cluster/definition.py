@@ -8,7 +8,7 @@ count from it on every node). ``webgather crawl`` stores it; ``webgather
 node --crawl NAME`` reads it and takes its settings from it, so nodes cannot
 disagree; a node that names a different M is refused with a one-line error.
 
-Per-node settings stay local: ``out_dir``, ``progress``, ``fetch.concurrency``, ``fetch.source_address``.
+Per-node settings stay local: ``out_dir``, ``progress``, ``fetch.concurrency``, ``fetch.source_address``, ``metrics``.
 ``max_pages`` is the crawl's (crawl-wide: :mod:`webgather.runtime.cluster_permits`);
 it limits the crawl, not its re-crawl cycles (a cycle's nodes run without it:
 the cycle's budget limits them, :mod:`webgather.runtime.cluster_budget`).
@@ -27,19 +27,31 @@ import hashlib
 import json
 import weakref
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from webgather.cluster.inprocess import InProcessHub
-from webgather.cluster.redis import RedisBackend
 from webgather.cluster.transport import Backend
 from webgather.config import CrawlConfig, load
 from webgather.errors import ClusterError, IncompatibleCrawl
 
 __all__ = ["CrawlDefinition", "CycleSpec", "identity", "publish", "publish_cycle", "read", "read_cycle"]
 
-LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "seeds", "pin_cpu", "fetch.source_address")
+LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "seeds", "pin_cpu", "fetch.source_address", "metrics")
 CYCLE_PREFIX = "recrawl."
 """Config keys that belong to a cycle, not to the crawl's definition."""
+if TYPE_CHECKING:
+    from webgather.cluster.redis import RedisBackend
+
+
+def _is_redis(backend: Backend) -> TypeGuard[RedisBackend]:
+    """Imported only when asked: redis-py costs a one-node crawl (in-process backend) about 20 MiB and a second."""
+    if isinstance(backend, InProcessHub):
+        return False
+    from webgather.cluster.redis import RedisBackend
+
+    return isinstance(backend, RedisBackend)
+
+
 _HUB_DEFINITIONS: weakref.WeakKeyDictionary[InProcessHub, str] = weakref.WeakKeyDictionary()
 _HUB_CYCLES: weakref.WeakKeyDictionary[InProcessHub, dict[int, str]] = weakref.WeakKeyDictionary()
 
@@ -112,7 +124,7 @@ async def publish(backend: Backend, definition: CrawlDefinition) -> CrawlDefinit
     A stored definition whose config differs raises :class:`IncompatibleCrawl`
     naming the keys (a resumed crawl must be started with the same options)."""
     text = definition.to_text()
-    if isinstance(backend, RedisBackend):
+    if _is_redis(backend):
         key = backend.keys.prefix + "definition"
         with backend.errors():
             await backend.client.set(key, text, nx=True)
@@ -131,7 +143,7 @@ async def publish(backend: Backend, definition: CrawlDefinition) -> CrawlDefinit
 
 async def read(backend: Backend) -> CrawlDefinition | None:
     """The crawl's stored definition, or None if no crawl of that name was started."""
-    if isinstance(backend, RedisBackend):
+    if _is_redis(backend):
         with backend.errors():
             raw = await backend.client.get(backend.keys.prefix + "definition")
         if raw is None:
@@ -172,7 +184,7 @@ class CycleSpec:
 
 async def publish_cycle(backend: Backend, spec: CycleSpec) -> None:
     """Store ``spec`` (replacing a cycle of that number that was never started)."""
-    if isinstance(backend, RedisBackend):
+    if _is_redis(backend):
         with backend.errors():
             await backend.client.set(f"{backend.keys.prefix}cycle:{spec.cycle}", spec.to_text())
     elif isinstance(backend, InProcessHub):
@@ -182,7 +194,7 @@ async def publish_cycle(backend: Backend, spec: CycleSpec) -> None:
 
 
 async def read_cycle(backend: Backend, cycle: int) -> CycleSpec | None:
-    if isinstance(backend, RedisBackend):
+    if _is_redis(backend):
         with backend.errors():
             raw = await backend.client.get(f"{backend.keys.prefix}cycle:{cycle}")
         text = None if raw is None else raw.decode() if isinstance(raw, bytes) else str(raw)

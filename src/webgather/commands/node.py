@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from webgather.cluster._common import check_node
+from webgather.commands.options import add_metrics_option
 from webgather.commands.redis_url import add_redis_file_option, resolve_redis_url
 from webgather.config import REDIS_URL_ENV, CrawlConfig
 from webgather.errors import ClusterError, ConfigError
@@ -49,6 +50,7 @@ def register(sub: Any) -> None:
     add("--pin-cpu", default=None, help='keep this node on one CPU: "auto" (default), "off", or a CPU index')
     add("--once", action="store_true", help="in a continuous re-crawl: end when the current cycle ends")
     add("--source-address", default=None, help="local IP address this node's connections come from")
+    add_metrics_option(parser)
     add_log_options(parser)
     parser.set_defaults(func=_main)
 
@@ -109,7 +111,7 @@ async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
             out = Path(args.out)
             config, found = await join_crawl(backend, n_buckets=args.buckets, out_dir=str(out), progress=False,
                                              **{"fetch.concurrency": args.concurrency, "pin_cpu": args.pin_cpu,
-                                                "fetch.source_address": args.source_address})
+                                                "fetch.source_address": args.source_address, "metrics": args.metrics})
             summary = await run_cluster_node(backend, config, node_id=node_id, nodes_dir=out / "nodes",
                                              epoch=found.epoch, handle_signals=True)
             spec = await current_cycle(backend)
@@ -184,7 +186,7 @@ async def _start_and_run(args: argparse.Namespace, config: CrawlConfig, seeds: l
         node = args.node_id or default_node_id()
         found = await start_crawl(backend, config, seeds, nodes=[node])
         out = Path(config.out_dir)
-        local = {"fetch.source_address": config.fetch.source_address}
+        local = {"fetch.source_address": config.fetch.source_address, "metrics": config.metrics}
         return await run_cluster_node(backend, found.crawl_config(out_dir=str(out), progress=False, **local),
                                       node_id=node, nodes_dir=out / "nodes", epoch=found.epoch,
                                       handle_signals=True)

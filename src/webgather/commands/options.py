@@ -14,12 +14,13 @@ from typing import Any
 
 from webgather.commands.redis_url import add_redis_file_option
 from webgather.config import CrawlConfig, load
+from webgather.config.listen import listen_address
 from webgather.errors import ConfigError
 from webgather.logs import add_log_options
 
 __all__ = [
-    "add_cluster_options", "add_crawl_options", "add_recrawl_options", "check_combinations", "config_from_args",
-    "parse_duration", "recrawl_cli",
+    "add_cluster_options", "add_crawl_options", "add_metrics_option", "add_recrawl_options", "check_combinations",
+    "config_from_args", "parse_duration", "recrawl_cli",
 ]
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
@@ -77,7 +78,22 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--allow-address", action="append", default=None, metavar="CIDR",
         help="connect to this private network even so (repeatable; e.g. 127.0.0.0/8 for a testweb on loopback)")
     add("--source-address", default=None, help="local IP address this node's connections come from")
+    add_metrics_option(parser)
     add_log_options(parser)
+
+
+def add_metrics_option(parser: argparse.ArgumentParser) -> None:
+    """``--metrics ADDR:PORT``: the node's Prometheus endpoint (``metrics`` in the config)."""
+    parser.add_argument("--metrics", type=_listen, default=None, metavar="ADDR:PORT",
+                        help="serve Prometheus metrics at http://ADDR:PORT/metrics (a bare PORT: 127.0.0.1; "
+                        "0: a free port, logged at INFO); with --workers N, worker K on PORT+K (default: off)")
+
+
+def _listen(text: str) -> str:
+    if listen_address(text) is None:
+        raise argparse.ArgumentTypeError(f"not PORT or ADDR:PORT with an IP address and a port in 0..65535: {text!r} "
+                                         "(e.g. 9100, 127.0.0.1:9100, [::1]:9100)")
+    return text
 
 
 def add_recrawl_options(parser: argparse.ArgumentParser, *, continuous: bool = False) -> None:
@@ -125,6 +141,7 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
         "pin_cpu": args.pin_cpu,
         "fetch.allow_addresses": tuple(args.allow_address) if args.allow_address else None,
         "fetch.source_address": args.source_address,
+        "metrics": getattr(args, "metrics", None),
     }
     cli.update(recrawl_cli(args))
     cli["cluster.n_buckets"] = getattr(args, "buckets", None)

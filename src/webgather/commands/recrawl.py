@@ -47,7 +47,7 @@ def register(sub: Any) -> None:
 def _main(args: argparse.Namespace) -> int:
     import uvloop
 
-    from webgather.runtime.recrawl_cycle import run_cycle
+    from webgather.runtime.crawl import run_cycle
 
     from webgather.commands.redis_url import resolve_redis_url
 
@@ -87,7 +87,7 @@ def run_continuous_main(config: CrawlConfig, seeds: list[str], max_cycles: int |
     """``crawl --continuous``: cycles until ``max_cycles`` or a signal; prints each cycle."""
     import uvloop
 
-    from webgather.runtime.recrawl_cycle import run_continuous
+    from webgather.runtime.crawl import run_continuous
 
     uvloop.run(run_continuous(config, seeds, max_cycles=max_cycles, on_cycle=print_cycle))
     return 0

@@ -255,3 +255,7 @@ class CrawlConfig:
     cluster: ClusterConfig = field(default_factory=ClusterConfig)
     recrawl: RecrawlConfig = field(default_factory=RecrawlConfig)
     parse: ParseConfig = field(default_factory=ParseConfig)
+    metrics: str | None = None
+    """Serve this node's Prometheus metrics on ``ADDR:PORT`` (``PORT`` alone: 127.0.0.1; port 0: a free
+    one, logged at INFO); None: off. With ``--workers N`` worker K listens on PORT+K
+    (:mod:`webgather.runtime.metrics`)."""

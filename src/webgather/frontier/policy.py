@@ -110,9 +110,12 @@ class Politeness:
         return list(self._hosts.values())
 
     def counts(self, now: float) -> dict[str, int]:
-        """Hosts total, and among those with something queued: ready, waiting, backed off."""
-        ready = waiting = backed_off = 0
+        """Hosts total, with a request under way (active), and among those with something queued:
+        ready, waiting, backed off."""
+        ready = waiting = backed_off = active = 0
         for st in self._hosts.values():
+            if st.active:
+                active += 1
             if st.head is None:
                 continue
             if st.errors:
@@ -122,7 +125,7 @@ class Politeness:
             else:
                 waiting += 1
         return {"hosts_total": len(self._hosts), "hosts_ready": ready,
-                "hosts_waiting": waiting, "hosts_backed_off": backed_off}
+                "hosts_waiting": waiting, "hosts_backed_off": backed_off, "hosts_active": active}
 
     def delay_s(self, st: HostState, response_time_s: float | None) -> float:
         """The gap after a successful request to the host (before error backoff)."""

@@ -188,6 +188,27 @@ class RobotsGate:
     def __len__(self) -> int:
         return len(self._settled) + len(self._unsettled)
 
+    def counts(self, now: float) -> dict[str, int]:
+        """Hosts by robots state at ``now``: ``allowed`` (rules known), ``dead`` (given up on),
+        ``expired`` (either, past its time: fetched again on the host's next URL), ``fetching``
+        (robots.txt under way) and ``waiting`` (to retry it later). Reads only; O(hosts)."""
+        allowed = dead = expired = fetching = 0
+        for state in self._settled.values():  # plain counters: a scrape holds the event loop while this runs
+            if type(state) is _Known:
+                if now < state.expires_at:
+                    allowed += 1
+                else:
+                    expired += 1
+            elif now < state.until:  # type: ignore[union-attr]
+                dead += 1
+            else:
+                expired += 1
+        for unsettled in self._unsettled.values():
+            if type(unsettled) is _Pending:
+                fetching += 1
+        return {"allowed": allowed, "dead": dead, "expired": expired, "fetching": fetching,
+                "waiting": len(self._unsettled) - fetching}
+
     def _live_settled(self, host: str, now: float) -> _Settled | None:
         settled = self._settled.get(host)
         if settled is None:

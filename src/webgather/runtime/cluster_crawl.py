@@ -36,7 +36,6 @@ from webgather.cluster import definition as definitions
 from webgather.cluster._common import check_node
 from webgather.cluster.definition import CrawlDefinition, CycleSpec, publish_cycle, read_cycle
 from webgather.cluster.mapping import bucket_of, initial
-from webgather.cluster.positions import positions_of
 from webgather.cluster.router import send_retrying
 from webgather.cluster.transport import Backend
 from webgather.cluster.wire import encode_batch
@@ -51,9 +50,9 @@ from webgather.runtime.checkpoint import Checkpointer
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
 from webgather.runtime.cluster_cycle import NodeCycle, cycle_config
 from webgather.runtime.cluster_frontier import keyed_frontier
-from webgather.runtime.cluster_gnp import GnpPlacements, running_measurer
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.runtime.cluster_recovery import NodeLock
+from webgather.runtime.metrics import serve_node_metrics
 from webgather.runtime.parts import NodeParts, open_parts
 from webgather.runtime.progress import Progress
 from webgather.runtime.signals import crawl_signals
@@ -83,7 +82,10 @@ def partition_of(config: CrawlConfig, backend: Backend,
     ``node``: the node that places and measures, None for seeds)."""
     if config.cluster.partition_by == "host":
         return None, Frontier
-    if config.cluster.partition_by == "gnp":
+    if config.cluster.partition_by == "gnp":  # imported here: numpy and redis-py, which other crawls need not load
+        from webgather.cluster.positions import positions_of
+        from webgather.runtime.cluster_gnp import GnpPlacements
+
         placements = GnpPlacements(positions_of(backend), backend.coordinator(), config, SystemClock(), node=node)
         return placements, keyed_frontier(placements.frontier_key)
     addresses = SharedAddresses(backend.coordinator())
@@ -182,8 +184,9 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
                 node = _node(parts, backend, epoch, nodes_dir, frontier_cls, addresses, spec)
                 checkpoints = Checkpointer(node, store) if store is not None else None
                 try:
-                    running = _run_node(node, on_start, handle_signals, checkpoints, progress)
-                    summary = await _measured(node, addresses, running)
+                    async with serve_node_metrics(config.metrics, node):  # config.metrics None: off
+                        running = _run_node(node, on_start, handle_signals, checkpoints, progress)
+                        summary = await _measured(node, addresses, running)
                 finally:
                     if node.cycle is not None:
                         node.cycle.close()
@@ -234,8 +237,11 @@ def _write_failed_summary(node_dir: Path, summary: dict[str, Any], exc: WriteFai
 async def _measured(node: ClusterNode, addresses: SharedAddresses | None,
                     running: Awaitable[dict[str, Any]]) -> dict[str, Any]:
     """``running``, with GNP's measuring loop beside it under ``--partition-by gnp``."""
-    if isinstance(addresses, GnpPlacements):
+    if node.parts.config.cluster.partition_by == "gnp":
+        from webgather.runtime.cluster_gnp import GnpPlacements, running_measurer
+
         parts = node.parts
+        assert isinstance(addresses, GnpPlacements)
         addresses.table = lambda: node.ownership.table
         return await running_measurer(addresses, parts.config, parts.resolver, parts.clock, running)
     return await running

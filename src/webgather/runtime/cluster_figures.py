@@ -8,10 +8,12 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from webgather.runtime.cluster_node import ClusterNode
 
-__all__ = ["INFO_INTERVALS", "node_info", "node_summary"]
+__all__ = ["INFO_HOSTS", "INFO_INTERVALS", "node_info", "node_summary"]
 
 INFO_INTERVALS = 120
 """Most recent load intervals published in a node's heartbeat info."""
+INFO_HOSTS = 10
+"""Busiest hosts published in a node's heartbeat info (``[host, pages, overcount]``, see ``runtime.host_tally``)."""
 
 
 def node_info(node: ClusterNode, counters: dict[str, int]) -> dict[str, Any]:
@@ -27,6 +29,8 @@ def node_info(node: ClusterNode, counters: dict[str, int]) -> dict[str, Any]:
         "epoch": stats.started_at, "wall": round(node.parts.clock.wall(), 3),
         "intervals": {str(k): stats.per_interval[k] for k in range(max(0, last - INFO_INTERVALS + 1), last + 1)
                       if stats.per_interval.get(k)},
+        # for the status page (webgather status serve): bounded by the error kinds and INFO_HOSTS
+        "errors": dict(sorted(stats.errors.items())), "hosts": [list(t) for t in stats.hosts.top(INFO_HOSTS)],
     }
 
 

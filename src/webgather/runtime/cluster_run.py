@@ -50,6 +50,7 @@ from webgather.clock import SystemClock
 from webgather.runtime.cluster_crawl import start_crawl, start_cycle
 from webgather.store.crawllog import read_crawl_log
 from webgather.runtime.cluster_losses import loss_text
+from webgather.runtime.metrics import worker_metrics
 from webgather.store.summary import read_summary, write_summary
 from webgather.logs import child_args
 
@@ -131,6 +132,7 @@ def run_workers(config: CrawlConfig, seeds: Sequence[str], *, workers: int, redi
     returns the (last) merged summary."""
     if workers < 1:
         raise ClusterError("--workers must be at least 1")
+    worker_metrics(config.metrics, workers - 1)  # the last worker's port fits, before anything starts
     if redis_url is not None and not crawl:
         raise ClusterError("--redis needs --crawl NAME (the crawl's name in that Redis)")
     out = Path(config.out_dir)
@@ -180,8 +182,10 @@ class _Run:
         t0 = clock.monotonic()
         # worker i on the i-th CPU: auto-pinned workers could pick the same one
         pin = ["off"] * len(nodes) if config.pin_cpu == "off" else [str(i) for i in range(len(nodes))]
-        commands = [node_command(self.name, out, node, [*self.node_args, "--pin-cpu", cpu])
-                    for node, cpu in zip(nodes, pin, strict=True)]
+        metrics = [worker_metrics(self.config.metrics, k) for k in range(len(nodes))]  # wK on PORT+K
+        commands = [node_command(self.name, out, node, [*self.node_args, "--pin-cpu", cpu,
+                                                        *(["--metrics", m] if m is not None else [])])
+                    for node, cpu, m in zip(nodes, pin, metrics, strict=True)]
         codes, interrupted = _run_processes(commands, out, nodes, supervise=lambda: _restart_if_dead(self.server),
                                             env=worker_env(self.url))
         wall_s, error = clock.monotonic() - t0, ""

@@ -214,7 +214,7 @@ class CrawlNode:
     async def _handle(self, item: CrawlItem, result: FetchResult) -> None:
         parts, clock = self.parts, self.parts.clock
         decision = decide(item, result, parts.config, clock.wall())
-        self.stats.attempts += 1
+        self.stats.record_attempt(result.elapsed_s)
         now = clock.monotonic()
         if decision.retry:
             self.stats.retries += 1
@@ -237,7 +237,7 @@ class CrawlNode:
             await parts.writer.write(result, entry, links)
         else:
             await self._hooks.store(item, result, entry, links, extracted.text)
-        self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body))
+        self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body), item.url)
         parts.frontier.complete(item, clock.monotonic())
 
     async def _record_internal_error(self, item: CrawlItem, exc: Exception) -> None:

@@ -1,23 +1,21 @@
-"""One re-crawl cycle of a node, and the continuous loop of cycles: the IO shell.
+"""The steps of a re-crawl cycle that both cycle runners share: plan, queue, and the summary section.
 
-A cycle (:func:`run_cycle`) opens the node's parts on ``config.out_dir`` (the
-frontier and archive of the crawl being kept fresh) and its
-:class:`~webgather.recrawl.state.UrlState` (started from the crawl log and the archive when
-the crawl was made without re-crawl state: :mod:`webgather.recrawl.bootstrap`), then:
+A cycle runs as one run of the crawl (:func:`webgather.runtime.crawl.run_cycle` on one node,
+:func:`webgather.runtime.cluster_crawl.start_cycle` in a cluster; each node's part is
+:class:`~webgather.runtime.cluster_cycle.NodeCycle`):
 
-1. *plans*: the revisit policy (``recrawl.policy``) picks the active pages due
-   now (:func:`~.policy.plan_revisits`) within the cycle's budget minus the
-   share kept for never-seen URLs already queued; the plan is committed
-   (cycle ``planned``, its URLs marked pending), then queued in the frontier
-   past the seen-test (:meth:`Frontier.requeue`), then the cycle is ``running``;
-2. *runs* the node with :class:`~.hooks.RecrawlHooks` and
-   a page permit of what is left of the budget: revisits and never-seen URLs
+1. *plans* (:func:`plan`): the revisit policy (``recrawl.policy``) picks the active pages due
+   now (:func:`~webgather.recrawl.policy.plan_revisits`) within the node's share of the cycle's
+   budget minus the share kept for never-seen URLs already queued; the plan is committed
+   (cycle ``planned``, its URLs marked pending), then queued in the frontier past the seen-test
+   (:func:`queue`, :meth:`Frontier.requeue`), then the cycle is ``running``;
+2. *runs* the node with :class:`~webgather.recrawl.hooks.RecrawlHooks`, its fetches drawn from
+   the cycle's budget (:mod:`webgather.runtime.cluster_budget`): revisits and never-seen URLs
    (links found on revisited pages, leftovers of earlier cycles) share it;
-3. *ends*: when the budget is spent or the frontier is empty the cycle is
-   ``done``; a cycle stopped by a signal or a kill stays ``running`` and the
-   next run continues it (no new plan, the rest of its budget), like any
-   resumed crawl. ``summary.json`` gets the crawl totals plus a ``recrawl``
-   section (counters, dead pages).
+3. *ends*: when the budget is spent or nothing is left the cycle is ``done``; a cycle stopped by
+   a signal or a kill stays ``running`` and the next run continues it (no new plan, the rest of
+   its budget), like any resumed crawl. ``summary.json`` gets a ``recrawl`` section
+   (:func:`section`: counters, dead pages).
 
 Times are wall-clock seconds from the injected clock (the same clock stamps
 the fetches), so a test or benchmark can move a whole web through hours of
@@ -26,105 +24,20 @@ simulated time without sleeping.
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 import math
-from collections.abc import Awaitable, Callable, Collection, Sequence
-from pathlib import Path
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from webgather.config import CrawlConfig, RecrawlConfig
+from webgather.config import RecrawlConfig
 from webgather.frontier.model import CrawlItem
-from webgather.recrawl.bootstrap import import_crawl
-from webgather.recrawl.hooks import RecrawlHooks, RobotsReuse
-from webgather.recrawl.policy import check_config, expected_freshness_now, plan_revisits
-from webgather.recrawl.state import CycleRow, UrlState, state_path
-from webgather.clock import Clock, SystemClock
-from webgather.runtime.node import CrawlNode
-from webgather.runtime.parts import NodeParts, open_parts
-from webgather.runtime.signals import crawl_signals
-from webgather.store.outdir import merge_seeds
-from webgather.store.summary import write_summary
+from webgather.recrawl.policy import expected_freshness_now, plan_revisits
+from webgather.recrawl.state import CycleRow, UrlState
+from webgather.runtime.parts import NodeParts
 
-__all__ = ["MAX_DEAD_LISTED", "plan", "queue", "run_continuous", "run_cycle", "section"]
+__all__ = ["MAX_DEAD_LISTED", "plan", "queue", "section"]
 
 MAX_DEAD_LISTED = 10_000
 """Dead URLs listed by name in a summary (the count is always exact)."""
-
-
-async def run_cycle(
-    config: CrawlConfig, seeds: Sequence[str] = (), *, node_id: str = "n0", clock: Clock | None = None
-) -> dict[str, Any]:
-    """Run (or continue) one re-crawl cycle of the crawl in ``config.out_dir``; return its summary."""
-    check_config(config.recrawl)
-    out_dir = Path(config.out_dir)
-    all_seeds = merge_seeds(out_dir, seeds)
-    clock = clock or SystemClock()
-    wall0 = clock.monotonic()
-    state = UrlState.open(state_path(out_dir))
-    try:
-        imported = import_crawl(state, out_dir)
-        async with open_parts(config, out_dir, node_id=node_id, clock=clock, seeds=all_seeds) as parts:
-            cycle = _begin(state, parts, config.recrawl)
-            done = await _run_node(state, parts, config, cycle, all_seeds)
-            if done:
-                if parts.frontier.is_done():
-                    state.clear_pending()
-                state.set_cycle_status(cycle.id, "done", clock.wall())
-            summary = _summary(state, parts, cycle, done, clock.monotonic() - wall0)
-            summary["seeds"] = len(all_seeds)
-            summary["recrawl"]["imported"] = imported
-    finally:
-        state.close()
-    write_summary(out_dir, summary)
-    return summary
-
-
-async def run_continuous(
-    config: CrawlConfig,
-    seeds: Sequence[str] = (),
-    *,
-    node_id: str = "n0",
-    clock: Clock | None = None,
-    max_cycles: int | None = None,
-    sleep: Callable[[float], Awaitable[object]] | None = None,
-    on_cycle: Callable[[dict[str, Any]], object] | None = None,
-) -> int:
-    """Run a cycle every ``recrawl.cycle_s`` until ``max_cycles`` or a stopped cycle; returns cycles run.
-
-    ``sleep`` waits between cycles (default ``asyncio.sleep``; a test passes
-    one that moves a fake clock instead)."""
-    clock = clock or SystemClock()
-    pause = sleep or asyncio.sleep
-    count = 0
-    while max_cycles is None or count < max_cycles:
-        start = clock.monotonic()
-        summary = await run_cycle(config, seeds if count == 0 else (), node_id=node_id, clock=clock)
-        count += 1
-        if on_cycle is not None:
-            on_cycle(summary)
-        if not summary["recrawl"]["cycle_done"] or (max_cycles is not None and count >= max_cycles):
-            break
-        await pause(max(0.0, start + config.recrawl.cycle_s - clock.monotonic()))
-    return count
-
-
-def _begin(state: UrlState, parts: NodeParts, cfg: RecrawlConfig) -> CycleRow:
-    """The cycle to run: the unfinished one, or a new one planned and queued now."""
-    last = state.last_cycle()
-    if last is not None and last.status == "running":
-        return last
-    if last is not None and last.status == "planned":
-        if parts.frontier.pending() < last.queued_before + last.planned:  # killed before the queueing
-            queue(parts, state.pending_records(last.id))
-        state.set_cycle_status(last.id, "running")
-        return last
-    if parts.frontier.pending() == 0:
-        state.clear_pending()  # marks left by revisits that never ran (dropped hosts, internal errors)
-    cycle = plan(state, parts, cfg, 1 if last is None else last.id + 1, budget=cfg.budget_per_cycle)
-    queue(parts, state.pending_records(cycle.id))
-    state.set_cycle_status(cycle.id, "running")
-    return dataclasses.replace(cycle, status="running")
 
 
 def plan(state: UrlState, parts: NodeParts, cfg: RecrawlConfig, cycle_id: int, *, budget: int | None,
@@ -154,32 +67,6 @@ def queue(parts: NodeParts, records: Sequence[Any]) -> None:
     """Queue planned revisits in the frontier, past its seen-test."""
     items = [CrawlItem(r.url, r.fp, depth=r.depth, priority=float(r.depth), kind=r.kind) for r in records]
     parts.frontier.requeue(items, parts.clock.monotonic())
-
-
-async def _run_node(
-    state: UrlState, parts: NodeParts, config: CrawlConfig, cycle: CycleRow, seeds: Sequence[str]
-) -> bool:
-    """Run the node for the rest of the cycle's budget; True when the cycle is complete."""
-    left: int | None = None
-    if cycle.budget is not None:
-        left = cycle.budget - state.cycle_counts(cycle.id).get("fetches", 0)
-        if left <= 0:
-            return True
-    robots = RobotsReuse(config.robots.ttl_s, config.fetch.user_agent, config.robots.max_bytes, parts.clock.wall)
-    node = CrawlNode(parts, hooks=RecrawlHooks(state, parts.writer.writer, config.recrawl, cycle.id, robots),
-                     page_permit=None if left is None else (lambda used: used < left))
-    node.add_seeds(seeds)
-    with crawl_signals(node.stop, node.stop):
-        await node.run()
-    return parts.frontier.is_done() or (left is not None and parts.stats.pages >= left)
-
-
-def _summary(state: UrlState, parts: NodeParts, cycle: CycleRow, done: bool, wall_s: float) -> dict[str, Any]:
-    stats = parts.stats.as_dict()
-    return {
-        **stats, "frontier": parts.frontier.stats(), "wall_s": round(wall_s, 3), "node": parts.node_id,
-        "finished": parts.frontier.is_done(), "recrawl": section(state, cycle, done, parts.clock.wall()),
-    }
 
 
 def section(state: UrlState, cycle: CycleRow, done: bool, now: float) -> dict[str, Any]:

@@ -7,10 +7,18 @@ documents' Table 1 needs each node's pages per interval).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
 
-__all__ = ["CrawlStats"]
+from webgather.runtime.host_tally import HostTally
+from webgather.urls import host_key
+
+__all__ = ["FETCH_SECONDS_BUCKETS", "CrawlStats"]
+
+FETCH_SECONDS_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+"""Upper bounds (seconds) of the fetch latency histogram's buckets; a last one counts the rest
+(Prometheus ``le`` buckets: each counts the attempts that took at most its bound)."""
 
 
 @dataclass
@@ -30,9 +38,24 @@ class CrawlStats:
     errors: Counter[str] = field(default_factory=Counter)
     per_interval: Counter[int] = field(default_factory=Counter)
     """Pages completed in interval k = floor((t - started_at) / interval_s)."""
+    hosts: HostTally = field(default_factory=HostTally)
+    """Pages per host of the busiest hosts (bounded: published with a cluster node's heartbeat)."""
+    fetch_seconds_counts: list[int] = field(default_factory=lambda: [0] * (len(FETCH_SECONDS_BUCKETS) + 1))
+    """Fetch attempts per latency bucket of :data:`FETCH_SECONDS_BUCKETS` (not cumulative; the last: slower)."""
+    fetch_seconds_sum: float = 0.0
+    """Seconds taken by all fetch attempts (the histogram's sum)."""
 
-    def record_page(self, now_wall: float, status: int | None, error: str | None, size: int) -> None:
+    def record_attempt(self, elapsed_s: float) -> None:
+        """A page fetch attempt (a retried one too) that took ``elapsed_s``: one bisect and two adds."""
+        self.attempts += 1
+        self.fetch_seconds_counts[bisect_left(FETCH_SECONDS_BUCKETS, elapsed_s)] += 1
+        self.fetch_seconds_sum += elapsed_s
+
+    def record_page(self, now_wall: float, status: int | None, error: str | None, size: int,
+                    url: str | None = None) -> None:
         self.pages += 1
+        if url is not None:
+            self.hosts.add(host_key(url))
         self.bytes_received += size
         if status is not None:
             self.status[status] += 1

@@ -196,9 +196,10 @@ def test_counts_split_hosts_into_ready_and_waiting() -> None:
     p.set_head("a", 0.0, 0.0)
     p.set_head("b", 0.0, 0.0)
     fetch_once(p, "a", 0.0)
+    assert p.counts(0.5)["hosts_active"] == 1  # a request under way, its queue empty now
     p.complete("a", 1.0)
     counts = p.counts(2.0)
-    assert counts == {"hosts_total": 2, "hosts_ready": 1, "hosts_waiting": 1, "hosts_backed_off": 0}
+    assert counts == {"hosts_total": 2, "hosts_ready": 1, "hosts_waiting": 1, "hosts_backed_off": 0, "hosts_active": 0}
 
 
 def test_stale_waiting_entries_do_not_pile_up() -> None:

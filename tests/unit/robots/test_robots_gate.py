@@ -167,3 +167,16 @@ def test_a_robots_retry_never_comes_sooner_than_the_hosts_politeness_delay() -> 
     assert isinstance(state, Waiting) and state.at == pytest.approx(5.3)
     assert g.admit(H, 5.2) is None and g.check(H, URL, 5.2) == Wait(state.at)
     assert g.check(H, URL, 5.3) == FetchRobots(1)
+
+
+def test_counts_give_every_host_one_state() -> None:
+    g = gate(max_tries=2)
+    known(g, "allowed.example", 0.0)
+    known(g, "old.example", -200.0)  # its rules expired at -100
+    assert isinstance(g.admit("fetching.example", 0.0), FetchRobots)
+    assert isinstance(g.admit("waiting.example", 0.0), FetchRobots)
+    assert isinstance(g.failed("waiting.example", 0.0, "http 503"), Waiting)
+    assert isinstance(g.admit("dead.example", 0.0), FetchRobots)
+    g.give_up("dead.example", 0.0, "robots_unavailable", "503 four times")
+    assert g.counts(1.0) == {"allowed": 1, "dead": 1, "expired": 1, "fetching": 1, "waiting": 1}
+    assert g.counts(500.0) == {"allowed": 0, "dead": 0, "expired": 3, "fetching": 1, "waiting": 1}
