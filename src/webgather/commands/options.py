@@ -17,8 +17,8 @@ from webgather.config import CrawlConfig, load
 from webgather.errors import ConfigError
 
 __all__ = [
-    "add_cluster_options", "add_crawl_options", "add_recrawl_options", "check_combinations", "config_from_args",
-    "parse_duration", "recrawl_cli",
+    "add_cluster_options", "add_crawl_options", "add_recrawl_options", "check_combinations", "check_counts",
+    "config_from_args", "parse_duration", "recrawl_cli",
 ]
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
@@ -140,6 +140,7 @@ _RECRAWL_FLAGS = (("cycle", "--cycle"), ("policy", "--policy"), ("budget", "--bu
 
 def check_combinations(args: argparse.Namespace) -> None:
     """One-line errors for options that would otherwise be silently ignored."""
+    check_counts(args)
     given = [flag for name, flag in _RECRAWL_FLAGS if getattr(args, name, None) not in (None, False)]
     if given and not getattr(args, "continuous", False):
         raise ConfigError(f"{', '.join(given)} only apply to re-crawl cycles: add --continuous "
@@ -155,3 +156,14 @@ def check_combinations(args: argparse.Namespace) -> None:
                           "webgather node --source-address ADDRESS")
     if getattr(args, "shared_store", None) and not (getattr(args, "workers", None) or getattr(args, "redis", None)):
         raise ConfigError("--shared-store applies to a cluster crawl: add --workers N or --redis URL --crawl NAME")
+
+
+_COUNT_FLAGS = (("workers", "--workers"), ("max_cycles", "--max-cycles"))
+
+
+def check_counts(args: argparse.Namespace) -> None:
+    """Counts that are not settings but must be >= 1: ``--workers 0`` would otherwise quietly mean one node."""
+    for name, flag in _COUNT_FLAGS:
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            raise ConfigError(f"{flag} must be at least 1, not {value}")

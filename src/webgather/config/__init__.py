@@ -71,8 +71,13 @@ def load(
     for layer in layers:
         merged.update(layer)
     config: CrawlConfig = _build(CrawlConfig, merged, "")
-    validate(config)
+    validate(config, _allowed_cpus())
     return config
+
+
+def _allowed_cpus() -> int | None:
+    """CPUs this process may run on (``pin_cpu`` indexes them), None where the OS does not say."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
 
 
 def to_toml(config: CrawlConfig) -> str:

@@ -242,7 +242,7 @@ class CrawlConfig:
     progress: bool = True
     pin_cpu: str = "auto"
     """Keep the node's threads on one CPU: "auto" (the one it starts on), "off", or N (the
-    N-th allowed CPU, modulo their count); see :mod:`webgather.runtime.affinity`."""
+    N-th CPU this process may run on; refused if there are not that many); see :mod:`webgather.runtime.affinity`."""
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
     fetch: FetchConfig = field(default_factory=FetchConfig)
     scope: ScopeConfig = field(default_factory=ScopeConfig)

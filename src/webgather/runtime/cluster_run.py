@@ -50,6 +50,7 @@ from webgather.clock import SystemClock
 from webgather.runtime.cluster_crawl import start_crawl, start_cycle
 from webgather.store.crawllog import read_crawl_log
 from webgather.runtime.cluster_losses import loss_text
+from webgather.runtime.affinity import allowed_cpus, worker_pins
 from webgather.store.summary import read_summary, write_summary
 
 __all__ = ["DEFAULT_CRAWL", "Cycles", "node_command", "run_workers", "worker_env"]
@@ -175,7 +176,7 @@ class _Run:
                 (out / "nodes" / node / "summary.json").unlink(missing_ok=True)
         t0 = clock.monotonic()
         # worker i on the i-th CPU: auto-pinned workers could pick the same one
-        pin = ["off"] * len(nodes) if config.pin_cpu == "off" else [str(i) for i in range(len(nodes))]
+        pin = worker_pins(len(nodes), config.pin_cpu, allowed_cpus())
         commands = [node_command(self.name, out, node, [*self.node_args, "--pin-cpu", cpu])
                     for node, cpu in zip(nodes, pin, strict=True)]
         codes = _run_processes(commands, out, nodes, supervise=lambda: _restart_if_dead(self.server),
