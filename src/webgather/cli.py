@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
+from webgather.config.reference import plain_text
 from webgather.errors import WebgatherError, WriteFailed
 
-__all__ = ["COMMAND_MODULES", "EXIT_WRITE_FAILED", "build_parser", "main"]
+__all__ = ["COMMAND_MODULES", "EXIT_WRITE_FAILED", "build_parser", "main", "package_version"]
 
 COMMAND_MODULES = (
     "webgather.commands.crawl",
@@ -29,6 +31,7 @@ COMMAND_MODULES = (
     "webgather.commands.recrawl",
     "webgather.commands.node",
     "webgather.commands.cluster",
+    "webgather.commands.config",
 )
 EXIT_WRITE_FAILED = 3
 """Exit status when a write failed (disk full): stopped cleanly, run the same command again once there is room."""
@@ -44,11 +47,40 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="webgather",
         description="A distributed, polite, resumable web crawler.",
     )
+    parser.add_argument("--version", action="version", version=f"webgather {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     only = [name for name in COMMAND_MODULES if name.rpartition(".")[2] == command]
     for name in only or COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    _show_defaults(parser)
     return parser
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Append ``(default: X)`` to every option, in ``parser`` and its subcommands, whose help does not
+    mention its default yet (a crawl flag's comes from the config: ``commands.flag_settings``)."""
+    for each in _parsers(parser):
+        for action in each._actions:
+            if (action.option_strings and action.default not in (None, False, argparse.SUPPRESS)
+                    and action.help != argparse.SUPPRESS and "default" not in (action.help or "")):
+                text = f"(default: {plain_text(action.default)})".replace("%", "%%")  # help is %-formatted
+                action.help = f"{action.help} {text}" if action.help else text
+
+
+def package_version() -> str:
+    """The installed distribution's version (what pip and the wheel say), not a copy in the source."""
+    try:
+        return importlib.metadata.version("webgather")
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown: the package is not installed, e.g. run from a source tree)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
