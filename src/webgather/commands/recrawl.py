@@ -58,8 +58,8 @@ def _main(args: argparse.Namespace) -> int:
         raise ConfigError("recrawl: give the crawl directory as DIR, not --out")
     check_counts(args)
     resolve_redis_url(args, use_env=args.crawl is not None)
+    prepare_out_dir(args.dir, create=False)  # an existing file or an unwritable DIR: that error first
     _check_crawl_dir(Path(args.dir))
-    prepare_out_dir(args.dir, create=False)
     args.out = args.dir
     config = config_from_args(args)
     if (Path(args.dir) / "nodes").is_dir() or args.workers or args.redis:
