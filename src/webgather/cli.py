@@ -15,6 +15,7 @@ import argparse
 import importlib
 import importlib.metadata
 import sys
+import typing
 from collections.abc import Iterator, Sequence
 
 from webgather.config.reference import plain_text
@@ -43,7 +44,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     Importing every command module costs ~0.5 s and ~17 MB (demo and testweb
     pull in scipy), which a crawl would pay for nothing.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="webgather",
         description="A distributed, polite, resumable web crawler.",
     )
@@ -73,6 +74,14 @@ def _show_defaults(parser: argparse.ArgumentParser) -> None:
                     and action.help != argparse.SUPPRESS and "default" not in (action.help or "")):
                 text = f"(default: {plain_text(action.default)})".replace("%", "%%")  # help is %-formatted
                 action.help = f"{action.help} {text}" if action.help else text
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other user error (a crawl's usage text is 20 lines that
+    would bury it); subcommands' parsers are of this class too (argparse makes them of the parent's)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def package_version() -> str:

@@ -69,3 +69,15 @@ def test_recrawl_of_a_missing_directory_speaks_of_the_directory(tmp_path: Path,
     _refused(["recrawl", str(tmp_path / "empty")], capsys, "holds no crawl")
     assert not missing.exists() and list((tmp_path / "empty").iterdir()) == []
     _refused(["recrawl", str(tmp_path / "empty"), "--workers", "0"], capsys, "--workers must be at least 1")
+
+
+@pytest.mark.parametrize(("argv", "needle"), [
+    (["crawl", "--delay", "soon"], "webgather crawl: error: argument --delay: invalid float value: 'soon'"),
+    (["crawl", "--continuous", "--cycle", "-3"], "argument --cycle: not a duration: '-3'"),
+    (["cluster", "status"], "webgather cluster status: error: the following arguments are required: --crawl"),
+])
+def test_usage_errors_are_one_line_too(argv: list[str], needle: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(argv)
+    err = capsys.readouterr().err
+    assert done.value.code == 2 and err.count("\n") == 1 and needle in err and err.rstrip().endswith("--help)"), err
