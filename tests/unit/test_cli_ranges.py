@@ -7,6 +7,8 @@ does not fire ends in that other one-line error, never in a request.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,11 @@ def test_usage_errors_are_one_line_too(argv: list[str], needle: str, capsys: pyt
         main(argv)
     err = capsys.readouterr().err
     assert done.value.code == 2 and err.count("\n") == 1 and needle in err and err.rstrip().endswith("--help)"), err
+
+
+def test_a_negative_testweb_cache_is_refused(tmp_path: Path) -> None:
+    # a subprocess with a deadline: without the check the server would start and serve until killed
+    done = subprocess.run([sys.executable, "-m", "webgather", "testweb", "serve", "--hosts", "2", "--cache-mib", "-1",
+                           "--out", str(tmp_path / "tw")], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and done.stderr == "webgather: error: --cache-mib must be >= 0, not -1\n"
+    assert not (tmp_path / "tw").exists()
