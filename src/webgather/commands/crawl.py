@@ -14,7 +14,7 @@ from webgather.cluster._common import check_node
 from webgather.commands.options import (
     add_cluster_options, add_crawl_options, add_recrawl_options, check_combinations, config_from_args,
 )
-from webgather.commands.report import print_summary
+from webgather.commands.report import exit_code, print_summary
 from webgather.config import CrawlConfig
 from webgather.errors import ConfigError
 from webgather.seeds import read_seeds
@@ -65,7 +65,7 @@ def _main(args: argparse.Namespace) -> int:
         return run_continuous_main(config, seeds, args.max_cycles)
     summary = run_main_job(config, seeds)
     print_summary(summary)
-    return 0
+    return exit_code(summary)
 
 
 def check_seed_addresses(config: CrawlConfig, seeds: list[str]) -> None:

@@ -69,10 +69,19 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _exit_code(summary: dict[str, Any]) -> int:
-    """0, or ``EXIT_DATA_LOST`` (4) when the crawl lost buckets it could not recover (``runtime.cluster_losses``)."""
-    from webgather.runtime.cluster_losses import EXIT_DATA_LOST
+    """0; ``EXIT_DATA_LOST`` (4) when the crawl lost buckets it could not recover (``runtime.cluster_losses``);
+    130 after Ctrl-C (:func:`~webgather.commands.report.exit_code`)."""
+    from webgather.commands.report import exit_code
 
-    return EXIT_DATA_LOST if summary.get("losses") else 0
+    return exit_code(summary, resume="run the same command to take part again; its state is kept")
+
+
+def _workers_exit_code(summary: dict[str, Any]) -> int:
+    """As one node's (:func:`~webgather.commands.report.exit_code`), and 1 for a crawl that did not finish."""
+    from webgather.commands.report import exit_code
+
+    code = exit_code(summary)
+    return code if code or summary["finished"] else 1
 
 
 async def _connect(url: str, crawl: str, n_buckets: int | None) -> Any:
@@ -148,11 +157,11 @@ def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[
             cycles = Cycles(continuous=True, max_cycles=args.max_cycles, on_cycle=print_cycle)
             summary = run_workers(config, seeds, workers=args.workers, redis_url=args.redis, crawl=args.crawl,
                                   node_args=extra, cycles=cycles)
-            return _exit_code(summary) if summary["finished"] else 1
+            return _workers_exit_code(summary)
         summary = run_workers(config, seeds, workers=args.workers, redis_url=args.redis, crawl=args.crawl,
                               node_args=extra)
         print_cluster_summary(summary)
-        return _exit_code(summary) if summary["finished"] else 1
+        return _workers_exit_code(summary)
     if not args.crawl:
         raise ClusterError("--redis needs --crawl NAME (the name other nodes join)")
     import uvloop

@@ -6,7 +6,11 @@ import json
 import sys
 from typing import Any
 
-__all__ = ["print_cycle", "print_summary"]
+__all__ = ["EXIT_INTERRUPTED", "exit_code", "print_cycle", "print_summary"]
+
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (SIGINT) stopped the crawl, its state kept: the same command resumes it (one node,
+``--workers`` and ``webgather node`` alike; SIGTERM is a graceful leave and exits 0)."""
 
 
 def print_summary(summary: dict[str, Any]) -> None:
@@ -20,6 +24,10 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"links found {summary['links_found']}, new URLs {summary['urls_new']}\n"
         f"finished: {summary['finished']}   (summary.json and WARC files in the output directory)"
     )
+    runs = summary.get("runs") or []
+    if len(runs) > 1:  # a resumed crawl: the figures above are its totals
+        last = runs[-1]
+        print(f"totals over {len(runs)} runs; this run: {last.get('pages', 0)} pages in {last.get('wall_s', 0)} s")
     if summary.get("print_json"):
         print(json.dumps(summary, indent=2))
 
@@ -48,3 +56,17 @@ def print_cycle(summary: dict[str, Any]) -> None:
     )
     for url, reason in r["dead_this_cycle"][:20]:
         print(f"  dead ({reason}) {url}")
+
+
+def exit_code(summary: dict[str, Any], *, resume: str = "run the same command to resume the crawl") -> int:
+    """The command's exit status for a run that ended with ``summary`` (errors raised are ``cli``'s):
+    ``EXIT_DATA_LOST`` (4) if buckets were lost, ``EXIT_INTERRUPTED`` (130) after Ctrl-C (with a last
+    line saying how to resume), else 0."""
+    from webgather.runtime.cluster_losses import EXIT_DATA_LOST
+
+    if summary.get("losses"):
+        return EXIT_DATA_LOST
+    if summary.get("interrupted") or summary.get("end") == "stopped":
+        print(f"webgather: interrupted; {resume}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return 0

@@ -252,7 +252,9 @@ class CrawlConfig:
     seeds: tuple[str, ...] = ()
     """Seed URLs (the command line's SEED arguments; a resumed crawl also reads DIR/seeds.txt)."""
     max_pages: int | None = None
-    """Stop after this many pages (None: no limit)."""
+    """Pages the crawl fetches in all, over all its runs (a resume continues the count), on one node and
+    in a cluster alike (crawl-wide page permits: :mod:`webgather.runtime.cluster_permits`). A one-node
+    run killed -9 wrote no summary: its pages are not counted against the limit."""
     progress: bool = True
     """A live progress display on a terminal."""
     pin_cpu: str = "auto"

@@ -25,8 +25,8 @@ bucket. Every start sends them again; the owner's seen-test drops repeats.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
-import signal
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -41,7 +41,7 @@ from webgather.cluster.router import send_retrying
 from webgather.cluster.transport import Backend
 from webgather.cluster.wire import encode_batch
 from webgather.config import CrawlConfig
-from webgather.errors import ClusterError, IncompatibleCrawl
+from webgather.errors import ClusterError, IncompatibleCrawl, StoreError, WriteFailed
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
@@ -54,11 +54,13 @@ from webgather.runtime.cluster_frontier import keyed_frontier
 from webgather.runtime.cluster_gnp import GnpPlacements, running_measurer
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.runtime.cluster_recovery import NodeLock
-from webgather.runtime.parts import open_parts
+from webgather.runtime.parts import NodeParts, open_parts
+from webgather.runtime.progress import Progress
+from webgather.runtime.signals import crawl_signals
 from webgather.runtime.pipeline import seed_items
 from webgather.scope import Scope
 from webgather.store.shared import SharedStore, claim_store, open_store
-from webgather.store.summary import write_summary
+from webgather.store.summary import record_run
 from webgather.urls import host_key
 
 __all__ = ["CYCLE", "current_cycle", "join_crawl", "partition_of", "run_cluster_node", "start_crawl", "start_cycle",
@@ -162,41 +164,71 @@ async def join_crawl(backend: Backend, *, n_buckets: int | None = None,
 async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: str, nodes_dir: Path,
                            epoch: float, clock: Clock | None = None,
                            on_start: Callable[[ClusterNode], None] | None = None,
-                           handle_signals: bool = False) -> dict[str, Any]:
-    """Run node ``node_id`` under ``nodes_dir/node_id`` until the crawl ends or it leaves; its summary."""
-    node_dir = nodes_dir / check_node(node_id)  # the id is a path component: checked before any directory
+                           handle_signals: bool = False, node_dir: Path | None = None,
+                           progress: bool = False) -> dict[str, Any]:
+    """Run node ``node_id`` under ``nodes_dir/node_id`` (or ``node_dir``: a one-node crawl writes in
+    its ``--out`` itself) until the crawl ends or it leaves; its summary. A failed write (disk full)
+    ends the node: the summary says so (``write_failed``) if it can still be written, and the
+    :class:`~webgather.errors.WriteFailed` is raised."""
+    check_node(node_id)  # the id is a path component: checked before any directory
+    node_dir = node_dir if node_dir is not None else nodes_dir / node_id
+    addresses, frontier_cls, spec, config = await _prepare(backend, config, node_id)
+    store = await _claimed_store(config, epoch)
+    with NodeLock(node_dir):
+        summary: dict[str, Any] = {}
+        try:
+            async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds,
+                                  n_buckets=config.cluster.n_buckets, frontier_cls=frontier_cls) as parts:
+                node = _node(parts, backend, epoch, nodes_dir, frontier_cls, addresses, spec)
+                checkpoints = Checkpointer(node, store) if store is not None else None
+                try:
+                    running = _run_node(node, on_start, handle_signals, checkpoints, progress)
+                    summary = await _measured(node, addresses, running)
+                finally:
+                    if node.cycle is not None:
+                        node.cycle.close()
+                if node.write_failure is not None:  # raised in here: closing the parts knows it failed
+                    raise node.write_failure
+        except WriteFailed as exc:  # in the crawl, or flushing its last writes
+            if summary:
+                _write_failed_summary(node_dir, summary, exc)
+            raise
+        if checkpoints is not None:  # the archive is closed now: ship its last files
+            await asyncio.to_thread(checkpoints.ship_all)
+            summary["shared_store"] = dict(checkpoints.counts)
+        summary = record_run(node_dir, summary)  # the crawl's totals across its runs
+    if node.failure is not None:
+        raise node.failure
+    return summary
+
+
+async def _prepare(backend: Backend, config: CrawlConfig, node_id: str) -> tuple[
+        SharedAddresses | None, type[Frontier], CycleSpec | None, CrawlConfig]:
+    """The node's partition (addresses, frontier class), the cycle it takes part in and its config."""
     addresses, frontier_cls = partition_of(config, backend, node_id)
     if addresses is not None:
         await addresses.refresh()  # the frontier files its hosts under bucket_of(key) as it opens
     spec = await current_cycle(backend)
-    if spec is not None:
-        config = cycle_config(config, spec)
-    store = await _claimed_store(config, epoch)
-    checkpoints: Checkpointer | None = None
-    with NodeLock(node_dir):
-        async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds,
-                              n_buckets=config.cluster.n_buckets, frontier_cls=frontier_cls) as parts:
-            parts.stats.started_at = epoch
-            parts.stats.interval_s = config.cluster.interval_s
-            if addresses is not None:
-                addresses.resolver = parts.resolver
-                addresses.pin_all()
-            cycle = NodeCycle.open(spec, parts) if spec is not None else None
-            try:
-                node = ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls,
-                                   addresses=addresses, cycle=cycle)
-                checkpoints = Checkpointer(node, store) if store is not None else None
-                summary = await _measured(node, addresses, _run_node(node, on_start, handle_signals, checkpoints))
-            finally:
-                if cycle is not None:
-                    cycle.close()
-        if checkpoints is not None:  # the archive is closed now: ship its last files
-            await asyncio.to_thread(checkpoints.ship_all)
-            summary["shared_store"] = dict(checkpoints.counts)
-        write_summary(node_dir, summary)
-    if node.failure is not None:
-        raise node.failure
-    return summary
+    return addresses, frontier_cls, spec, cycle_config(config, spec) if spec is not None else config
+
+
+def _node(parts: NodeParts, backend: Backend, epoch: float, nodes_dir: Path, frontier_cls: type[Frontier],
+          addresses: SharedAddresses | None, spec: CycleSpec | None) -> ClusterNode:
+    parts.stats.started_at = epoch
+    parts.stats.interval_s = parts.config.cluster.interval_s
+    if addresses is not None:
+        addresses.resolver = parts.resolver
+        addresses.pin_all()
+    cycle = NodeCycle.open(spec, parts) if spec is not None else None
+    return ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls, addresses=addresses,
+                       cycle=cycle)
+
+
+def _write_failed_summary(node_dir: Path, summary: dict[str, Any], exc: WriteFailed) -> None:
+    """The summary of a node a failed write stopped, if the disk still takes it."""
+    summary.update(finished=False, write_failed=str(exc))
+    with contextlib.suppress(StoreError):  # the disk may still be full
+        record_run(node_dir, summary)
 
 
 async def _measured(node: ClusterNode, addresses: SharedAddresses | None,
@@ -219,14 +251,18 @@ async def _claimed_store(config: CrawlConfig, epoch: float) -> SharedStore | Non
 
 
 async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] | None,
-                    handle_signals: bool, checkpoints: Checkpointer | None) -> dict[str, Any]:
-    looping = asyncio.get_running_loop().create_task(checkpoints.run()) if checkpoints is not None else None
+                    handle_signals: bool, checkpoints: Checkpointer | None, progress: bool) -> dict[str, Any]:
+    loop, parts = asyncio.get_running_loop(), node.parts
+    looping = loop.create_task(checkpoints.run()) if checkpoints is not None else None
+    shown = loop.create_task(Progress(parts.stats, parts.frontier.stats, parts.clock.monotonic, enabled=progress).run())
     try:
         if on_start is not None:
             on_start(node)
-        if handle_signals:
-            _install_signals(node)
-        summary = await node.run()
+        try:
+            with crawl_signals(node.leave, node.stop) if handle_signals else contextlib.nullcontext():
+                summary = await node.run()
+        finally:
+            shown.cancel()
         if checkpoints is not None and summary["end"] == "left":
             await checkpoints.ack_held()
         if node.cycle is not None:
@@ -238,9 +274,3 @@ async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] |
             await asyncio.gather(looping, return_exceptions=True)
             checkpoints.close()
         node.rows.close()
-
-
-def _install_signals(node: ClusterNode) -> None:
-    loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGTERM, node.leave)
-    loop.add_signal_handler(signal.SIGINT, node.stop)

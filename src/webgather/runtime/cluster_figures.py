@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import resource
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -30,14 +31,18 @@ def node_info(node: ClusterNode, counters: dict[str, int]) -> dict[str, Any]:
 
 
 def node_summary(node: ClusterNode, cpu_s: float, wall_s: float) -> dict[str, Any]:
-    """The node's ``summary.json`` figures."""
+    """The node's ``summary.json`` figures: one summary, for a one-node crawl and a cluster node alike.
+    ``finished``: the crawl ended (``done``) and nothing is left queued here (a page limit leaves work)."""
     stats = node.parts.stats.as_dict()
     pages = int(stats["pages"])  # type: ignore[call-overload]
+    frontier = node.parts.frontier
     return {
-        **stats, "node": node.node_id, "end": node.reason, "frontier": node.parts.frontier.stats(),
+        **stats, "node": node.node_id, "end": node.reason, "frontier": frontier.stats(),
+        "finished": node.reason == "done" and frontier.is_done(), "seeds": len(node.parts.config.seeds),
         "wall_s": round(wall_s, 3), "cpu_s": round(cpu_s, 3),
         "pages_per_s": round(pages / wall_s, 1) if wall_s > 0 else 0.0,
         "cpu_ms_per_page": round(1000 * cpu_s / pages, 3) if pages else None,
+        "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "epoch": node.parts.stats.started_at, "cross": node.router.stats.as_dict(),
         "buckets": dict(node.keeper.counts), "adoptions": node.adoptions,
         "ownership_log": node.keeper.log, "recoveries": node.recoveries,

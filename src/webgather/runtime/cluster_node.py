@@ -52,7 +52,7 @@ from webgather.cluster.membership import ALIVE, Coordinating
 from webgather.cluster.outage import Outage
 from webgather.cluster.router import Router
 from webgather.cluster.transport import Backend, UrlTransport
-from webgather.errors import BackendUnavailable
+from webgather.errors import BackendUnavailable, WriteFailed
 from webgather.frontier.frontier import Frontier
 from webgather.recrawl.state import state_path
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
@@ -104,7 +104,7 @@ class ClusterNode:
         self.transport, self.coordinator = backend.transport(self.node_id), backend.coordinator()
         self.router = _router(parts, self.transport, self.ownership, addresses)
         self._limits(cycle)
-        self.crawl = CrawlNode(parts, router=self.router.route, linger=True, handle_signals=False,
+        self.crawl = CrawlNode(parts, router=self.router.route, linger=True,
                                after_route=self.router.wait_routed, hooks=cycle.hooks if cycle else None,
                                page_permit=self._permit if self.budget or self.permits else None)
         self.router.add_local = self.crawl.add_local
@@ -124,6 +124,7 @@ class ClusterNode:
         self.outage = Outage(self.node_id, cluster.max_outage_s)
         self.failure: BackendUnavailable | None = None
         """Set when the node gave up on an unreachable backend (``run`` returns, the caller raises it)."""
+        self.write_failure: WriteFailed | None = None  # the write that stopped it (disk full): the caller raises it
         self.keeper.report = self._backend_failed
         self.addresses = addresses  # batches and hand-offs from others may name hosts not learned here yet:
         self.keeper.prepare = addresses.prepare if addresses is not None else None
@@ -211,8 +212,9 @@ class ClusterNode:
         runs = (await self.coordinator.counters()).get("runs", 0)
         await self.coordinator.incr(f"{ALIVE}{runs}.{self.node_id}")
         await self._beat()
+        await self._read_table()  # the lease counts from here: the first fetches need not wait a beat
         async with asyncio.TaskGroup() as group:
-            crawling = group.create_task(self.crawl.run())
+            crawling = group.create_task(self._crawl())
             loops = [group.create_task(loop) for loop in (
                 self.router.run(), self.keeper.receive_loop(), self.keeper.handoff_loop(),
                 self._beat_loop(), self._lease_loop(), self._budget_loop())]
@@ -233,13 +235,22 @@ class ClusterNode:
                 print(f"webgather node {self.node_id}: could not leave the membership: {exc}", file=sys.stderr)
         return node_summary(self, time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
 
+    async def _crawl(self) -> None:
+        try:
+            await self.crawl.run()
+        except WriteFailed as exc:  # its items stay in flight in the frontier: fetched again on resume
+            self.write_failure = exc
+            self.stop("write failed")
+
     async def _start(self) -> None:
         """Adopt the table, hand over what is stored here and not owned, plan the cycle's revisits."""
         table = await self.coordinator.get_table()
         if table is not None:
             await self._adopt(table)
-        stored = set(stored_buckets(self.parts)) | set(self.rows.buckets())
-        orphans = sorted(b for b in stored if not self.ownership.is_ready(b))
+        orphans: list[int] = []
+        if len(self.ownership.ready) < self.cfg.n_buckets:  # a one-node crawl owns them all: no scan
+            stored = set(stored_buckets(self.parts)) | set(self.rows.buckets())
+            orphans = sorted(b for b in stored if not self.ownership.is_ready(b))
         if orphans:
             await self.keeper.hand_over(orphans, merge=True)
         if self.cycle is not None:
@@ -324,11 +335,7 @@ class ClusterNode:
             print(line, file=sys.stderr, flush=True)
         members = await coord.members()
         self.keeper.alive = set(members)
-        mark = self.lease.mark()  # the table read below confirms the renewal before it (cluster_fence)
-        table = await coord.get_table()
-        if table is not None and (self.ownership.version is None or table.version > self.ownership.version):
-            await self._adopt(table)
-        self.http.table_read(mark)
+        await self._read_table()
         now = self.parts.clock.monotonic()
         overdue = self.ownership.overdue(now, self.cfg.handoff_timeout_s, self.keeper.alive)
         if overdue:
@@ -342,6 +349,14 @@ class ClusterNode:
         self.lease.renewed(sent_at)
         if self._lease_held:  # renew here too: a long tick (a recovery) must not lose the lease
             self._lease_held = await coord.try_lease(self.node_id, self.cfg.member_ttl_s)
+
+    async def _read_table(self) -> None:
+        """Adopt a newer table; the read confirms the lease renewal sent before it (cluster_fence)."""
+        mark = self.lease.mark()
+        table = await self.coordinator.get_table()
+        if table is not None and (self.ownership.version is None or table.version > self.ownership.version):
+            await self._adopt(table)
+        self.http.table_read(mark)
 
     async def _adopt(self, table: Any) -> None:
         async with self.keeper.lock:

@@ -146,7 +146,8 @@ def run_workers(config: CrawlConfig, seeds: Sequence[str], *, workers: int, redi
             count += 1
             if cycles.on_cycle is not None:
                 cycles.on_cycle(merged)
-            if not cycles.continuous or not merged["finished"] or (cycles.max_cycles and count >= cycles.max_cycles):
+            if not cycles.continuous or not merged["finished"] or merged["interrupted"] \
+                    or (cycles.max_cycles and count >= cycles.max_cycles):
                 return merged
             cycles.sleep(max(0.0, (next_at or 0.0) - SystemClock().wall()))
     finally:
@@ -179,8 +180,8 @@ class _Run:
         pin = worker_pins(len(nodes), config.pin_cpu, allowed_cpus())
         commands = [node_command(self.name, out, node, [*self.node_args, "--pin-cpu", cpu])
                     for node, cpu in zip(nodes, pin, strict=True)]
-        codes = _run_processes(commands, out, nodes, supervise=lambda: _restart_if_dead(self.server),
-                               env=worker_env(self.url))
+        codes, interrupted = _run_processes(commands, out, nodes, supervise=lambda: _restart_if_dead(self.server),
+                                            env=worker_env(self.url))
         wall_s, error = clock.monotonic() - t0, ""
         try:
             finished, counters = uvloop.run(_finished(self.url, self.name, config.cluster.n_buckets))
@@ -191,7 +192,7 @@ class _Run:
         merged.update({"workers": len(nodes), "exit_codes": dict(zip(nodes, codes, strict=True)),
                        "backend_error": error,
                        "counters": {k: v for k, v in counters.items() if not k.startswith(("recover.", "alive."))},
-                       "losses": loss_text(counters)})
+                       "losses": loss_text(counters), "interrupted": interrupted})
         write_summary(out, merged)
         return merged, next_at
 
@@ -226,8 +227,10 @@ def _restart_if_dead(server: EmbeddedRedis | None) -> None:
         print(f"webgather: cannot restart the embedded Redis: {exc}", file=sys.stderr, flush=True)
 
 
-def _run_processes(commands: list[list[str]], out: Path, nodes: list[str],
-                   supervise: Callable[[], None] = lambda: None, env: dict[str, str] | None = None) -> list[int | None]:
+def _run_processes(commands: list[list[str]], out: Path, nodes: list[str], supervise: Callable[[], None] = lambda: None,
+                   env: dict[str, str] | None = None) -> tuple[list[int | None], bool]:
+    """Run the workers to their end; their exit codes, and whether a signal (Ctrl-C) stopped them
+    (passed on to each as SIGINT: they stop keeping their state, and their summaries are merged as usual)."""
     procs: list[subprocess.Popen[bytes]] = []
     logs = []
     interrupted = []
@@ -257,9 +260,7 @@ def _run_processes(commands: list[list[str]], out: Path, nodes: list[str],
                 proc.wait()
         for log in logs:
             log.close()
-    if interrupted:
-        raise KeyboardInterrupt
-    return [p.returncode for p in procs]
+    return [p.returncode for p in procs], bool(interrupted)
 
 
 def _wait_processes(procs: list[subprocess.Popen[bytes]], interrupted: list[int],

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import signal
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -43,18 +42,18 @@ class CrawlNode:
     """Runs the crawl of the buckets this node owns until its frontier is empty."""
 
     def __init__(self, parts: NodeParts, *, router: Router | None = None, drain_timeout_s: float = 5.0,
-                 linger: bool = False, handle_signals: bool = True,
-                 after_route: Callable[[], Awaitable[None]] | None = None,
+                 linger: bool = False, after_route: Callable[[], Awaitable[None]] | None = None,
                  hooks: FetchHooks | None = None, page_permit: Callable[[int], bool] | None = None) -> None:
-        """Cluster hooks (defaults: one node): ``linger`` keeps the dispatcher waiting for
-        work when the frontier is empty (a cluster node ends by :meth:`stop`);
-        ``handle_signals`` False leaves SIGINT/SIGTERM to the caller; ``after_route``
-        is awaited after a page's links are routed and before the page completes
+        """``linger`` keeps the dispatcher waiting for work when the frontier is empty or no
+        page may start (a cluster node, one-node crawls included, ends by :meth:`stop`);
+        ``after_route`` is awaited after a page's links are routed and before the page completes
         (a cluster node waits there until its cross URLs are sent). ``hooks``: the
         re-crawl's conditional requests and archiving (:mod:`webgather.recrawl.hooks`).
         ``page_permit(used)``: may one more fetch start (``used``: pages plus fetches running)?
-        If not, the dispatcher waits for :meth:`wake` (a cluster: crawl-wide ``max_pages``
-        permits, ``runtime.cluster_permits``; a cycle's budget grant, ``runtime.cluster_budget``)."""
+        The one page gate: ``max_pages`` (crawl-wide permits, ``runtime.cluster_permits``; on the
+        in-process backend that is this node's own count), a cycle's budget grant
+        (``runtime.cluster_budget``), a one-node re-crawl's budget left. If not, a lingering node
+        waits for :meth:`wake`; another ends. Signals are the caller's (``runtime.signals``)."""
         self.parts = parts
         self.node_id = parts.node_id
         self.stats = parts.stats
@@ -68,7 +67,6 @@ class CrawlNode:
         self._opic = parts.config.frontier.order == "opic"
         self._slots = asyncio.Semaphore(parts.config.fetch.concurrency)
         self._linger = linger
-        self._handle_signals = handle_signals
         self._after_route = after_route
         self._hooks = hooks
         self._page_permit = page_permit
@@ -131,44 +129,26 @@ class CrawlNode:
 
     async def run(self) -> None:
         """Crawl until the frontier is empty, max_pages is reached, or stop()."""
-        loop = asyncio.get_running_loop()
-        if self._handle_signals:
-            self._signals(loop, install=True)
         self._robots.resume()  # after a restart, queued hosts need their robots.txt again
-        try:
-            async with asyncio.TaskGroup() as group:
-                await self._dispatch(group)
-                await self._drain()
-        finally:
-            if self._handle_signals:
-                self._signals(loop, install=False)
+        async with asyncio.TaskGroup() as group:
+            await self._dispatch(group)
+            await self._drain()
         if self.failure is not None:
             raise self.failure
-
-    def _signals(self, loop: asyncio.AbstractEventLoop, install: bool) -> None:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            try:
-                if install:
-                    loop.add_signal_handler(sig, self.stop)
-                else:
-                    loop.remove_signal_handler(sig)
-            except (NotImplementedError, RuntimeError, ValueError):
-                pass  # not the main thread (tests): the caller stops us instead
 
     def running(self) -> int:
         """Fetches under way (a task that just ended stays in _active until its done-callback runs)."""
         return sum(not t.done() for t in self._active)
 
     def _page_budget_left(self) -> bool:
-        limit, permit = self.parts.config.max_pages, self._page_permit  # per dispatch: count only if limited
-        used = self.stats.pages + self.running() if limit is not None or permit is not None else 0
-        return (limit is None or used < limit) and (permit is None or permit(used))
+        permit = self._page_permit
+        return permit is None or permit(self.stats.pages + self.running())
 
     async def _dispatch(self, group: asyncio.TaskGroup) -> None:
         frontier, clock = self.parts.frontier, self.parts.clock
         while not self._stopping:
             if not self._page_budget_left():
-                if self._page_permit is None:
+                if not self._linger:
                     return
                 await self._sleep_until(math.inf)  # until a fetch ends or permits/budget arrive (wake)
                 continue

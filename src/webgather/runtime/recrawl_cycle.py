@@ -11,7 +11,7 @@ the crawl was made without re-crawl state: :mod:`webgather.recrawl.bootstrap`), 
    (cycle ``planned``, its URLs marked pending), then queued in the frontier
    past the seen-test (:meth:`Frontier.requeue`), then the cycle is ``running``;
 2. *runs* the node with :class:`~.hooks.RecrawlHooks` and
-   ``max_pages`` = what is left of the budget: revisits and never-seen URLs
+   a page permit of what is left of the budget: revisits and never-seen URLs
    (links found on revisited pages, leftovers of earlier cycles) share it;
 3. *ends*: when the budget is spent or the frontier is empty the cycle is
    ``done``; a cycle stopped by a signal or a kill stays ``running`` and the
@@ -40,9 +40,10 @@ from webgather.recrawl.hooks import RecrawlHooks, RobotsReuse
 from webgather.recrawl.policy import check_config, expected_freshness_now, plan_revisits
 from webgather.recrawl.state import CycleRow, UrlState, state_path
 from webgather.clock import Clock, SystemClock
-from webgather.runtime.crawl import merge_seeds
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts, open_parts
+from webgather.runtime.signals import crawl_signals
+from webgather.store.outdir import merge_seeds
 from webgather.store.summary import write_summary
 
 __all__ = ["MAX_DEAD_LISTED", "plan", "queue", "run_continuous", "run_cycle", "section"]
@@ -164,11 +165,12 @@ async def _run_node(
         left = cycle.budget - state.cycle_counts(cycle.id).get("fetches", 0)
         if left <= 0:
             return True
-    parts.config = dataclasses.replace(config, max_pages=left)
     robots = RobotsReuse(config.robots.ttl_s, config.fetch.user_agent, config.robots.max_bytes, parts.clock.wall)
-    node = CrawlNode(parts, hooks=RecrawlHooks(state, parts.writer.writer, config.recrawl, cycle.id, robots))
+    node = CrawlNode(parts, hooks=RecrawlHooks(state, parts.writer.writer, config.recrawl, cycle.id, robots),
+                     page_permit=None if left is None else (lambda used: used < left))
     node.add_seeds(seeds)
-    await node.run()
+    with crawl_signals(node.stop, node.stop):
+        await node.run()
     return parts.frontier.is_done() or (left is not None and parts.stats.pages >= left)
 
 

@@ -10,11 +10,12 @@ every permission check but still cannot write a read-only filesystem.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
-from webgather.errors import StoreError
+from webgather.errors import SeedError, StoreError, WriteFailed
 
-__all__ = ["prepare_out_dir"]
+__all__ = ["SEEDS_FILE", "merge_seeds", "prepare_out_dir"]
 
 
 def prepare_out_dir(path: str | Path, *, create: bool = True) -> Path:
@@ -35,3 +36,29 @@ def prepare_out_dir(path: str | Path, *, create: bool = True) -> Path:
     except OSError as exc:
         raise StoreError(f"cannot write the output directory {out}: {exc.strerror or exc}") from None
     return out
+
+
+SEEDS_FILE = "seeds.txt"
+
+
+def merge_seeds(out_dir: Path, seeds: Sequence[str]) -> list[str]:
+    """Seeds of this run plus those of earlier runs in ``out_dir``; saved back."""
+    path = out_dir / SEEDS_FILE
+    try:
+        known = path.read_text().split() if path.exists() else []
+    except OSError as exc:
+        raise StoreError(f"cannot read {path}: {exc.strerror}") from exc
+    merged = list(dict.fromkeys([*known, *seeds]))
+    if not merged:
+        raise SeedError(f"no seeds given and {path} does not exist: name at least one seed URL")
+    if merged == known:
+        return merged  # a resume with the same seeds writes nothing (the disk may be full)
+    tmp = path.with_suffix(".tmp")
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        tmp.write_text("\n".join(merged) + "\n")
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise WriteFailed.from_os(f"cannot write {path}", exc) from exc
+    return merged

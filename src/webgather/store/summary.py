@@ -1,7 +1,13 @@
-"""``summary.json``: the totals of a run, written atomically (temp file + ``os.replace``).
+"""``summary.json``: the totals of a crawl across its runs, written atomically (temp file + ``os.replace``).
 
 A reader sees the previous summary or the new one, never a half-written
 file, even after a kill -9 in the middle of :func:`write_summary`.
+
+A crawl resumed by the same command adds up (:func:`add_run`, pure): counters
+(pages, bytes, status and error counts, wall and CPU seconds) are summed over
+the runs, the state at the end (frontier, ``finished``, ``end``) is the last
+run's, and ``runs`` lists each run's own figures. A run ended by kill -9 writes
+no summary: its pages are in the crawl log and the WARC files, not in the totals.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import Any
 
 from webgather.errors import CorruptState, StoreError, WriteFailed
 
-__all__ = ["SUMMARY_NAME", "read_summary", "write_summary"]
+__all__ = ["SUMMARY_NAME", "add_run", "read_summary", "write_summary"]
 
 SUMMARY_NAME = "summary.json"
 
@@ -61,3 +67,49 @@ def read_summary(out_dir: Path) -> dict[str, Any]:
     if not isinstance(summary, dict):
         raise CorruptState(f"{path} does not hold a JSON object")
     return summary
+
+
+SUMMED = ("pages", "attempts", "retries", "robots_fetches", "bytes_received", "links_found", "urls_new")
+SUMMED_S = ("wall_s", "cpu_s")
+COUNTED = ("status", "errors")
+RUN_FIGURES = ("epoch", "end", "finished", "pages", "bytes_received", "wall_s", "cpu_s", "pages_per_s",
+               "cpu_ms_per_page", "peak_rss_mib", "write_failed")
+"""What ``runs`` keeps of each run."""
+
+
+def add_run(previous: Mapping[str, Any] | None, run: Mapping[str, Any]) -> dict[str, Any]:
+    """The crawl's summary after ``run``, given the one before it (None: the first run). Pure."""
+    runs = list(previous.get("runs") or [_run_figures(previous)]) if previous else []
+    total = dict(run)
+    if previous:
+        for key in SUMMED:
+            total[key] = int(previous.get(key) or 0) + int(run.get(key) or 0)
+        for key in SUMMED_S:
+            total[key] = round(float(previous.get(key) or 0.0) + float(run.get(key) or 0.0), 3)
+        for key in COUNTED:
+            merged = dict(previous.get(key) or {})
+            for name, n in (run.get(key) or {}).items():
+                merged[name] = merged.get(name, 0) + n
+            total[key] = dict(sorted(merged.items()))
+        total["peak_rss_mib"] = max(float(previous.get("peak_rss_mib") or 0.0), float(run.get("peak_rss_mib") or 0.0))
+        pages, wall_s, cpu_s = total["pages"], total["wall_s"], total["cpu_s"]
+        total["pages_per_s"] = round(pages / wall_s, 1) if wall_s > 0 else 0.0
+        total["cpu_ms_per_page"] = round(1000 * cpu_s / pages, 3) if pages else None
+    total["runs"] = [*runs, _run_figures(run)]
+    return total
+
+
+def _run_figures(summary: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: summary[key] for key in RUN_FIGURES if key in summary}
+
+
+def record_run(out_dir: Path, run: Mapping[str, Any]) -> dict[str, Any]:
+    """Add ``run`` to the crawl's ``summary.json`` in ``out_dir`` (:func:`add_run`) and return the totals.
+    An unreadable previous summary is started afresh (its runs are in the crawl log)."""
+    try:
+        previous: dict[str, Any] | None = read_summary(out_dir)
+    except StoreError:  # none yet (the first run), or not JSON (a damaged disk): count from this run
+        previous = None
+    total = add_run(previous, run)
+    write_summary(out_dir, total)
+    return total

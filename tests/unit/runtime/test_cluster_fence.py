@@ -96,7 +96,7 @@ async def test_a_fenced_page_goes_back_to_its_queue_unfetched_and_unlogged(tmp_p
     config = CrawlConfig(out_dir=str(tmp_path), robots=RobotsConfig(obey=False))  # the page's fetch is asked
     async with open_parts(config, tmp_path, clock=FakeClock()) as parts:
         parts.http = http = FencingHttp()
-        node = CrawlNode(parts, linger=False, handle_signals=False)
+        node = CrawlNode(parts, linger=False)
         url = "http://d.test/page"
         item = CrawlItem(url, fingerprint(url), depth=0)
         parts.frontier.add([item], 0.0)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from webgather.errors import WriteFailed
-from webgather.runtime.crawl import merge_seeds
+from webgather.store.outdir import merge_seeds
 
 
 def _full_disk(monkeypatch: pytest.MonkeyPatch) -> None:
