@@ -51,7 +51,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"webgather {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     only = [name for name in COMMAND_MODULES if name.rpartition(".")[2] == command]
-    for name in only or COMMAND_MODULES:
+    for name in [] if command == "--version" else only or COMMAND_MODULES:  # --version needs no command
         importlib.import_module(name).register(sub)
     _show_defaults(parser)
     return parser
