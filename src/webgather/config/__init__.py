@@ -42,6 +42,7 @@ __all__ = [
     "RobotsConfig",
     "ScopeConfig",
     "StoreConfig",
+    "layers",
     "load",
     "to_toml",
 ]
@@ -62,17 +63,31 @@ def load(
     ``cli`` maps dotted names (``"fetch.concurrency"``) or top-level names to
     values; ``None`` values mean "not given" and are skipped.
     """
-    layers: list[dict[str, Any]] = []
-    if file is not None:
-        layers.append(_flatten(_read_toml(Path(file))))
-    layers.append(_from_env(os.environ if env is None else env))
-    layers.append({k: v for k, v in (cli or {}).items() if v is not None})
     merged: dict[str, Any] = {}
-    for layer in layers:
+    for _source, layer in layers(file, env, cli):
         merged.update(layer)
     config: CrawlConfig = _build(CrawlConfig, merged, "")
-    validate(config)
+    validate(config, _allowed_cpus())
     return config
+
+
+def _allowed_cpus() -> int | None:
+    """CPUs this process may run on (``pin_cpu`` indexes them), None where the OS does not say."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
+def layers(
+    file: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cli: Mapping[str, Any] | None = None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """The layers above the defaults, lowest first, as (source of :data:`PRECEDENCE`, dotted name -> raw value)."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    if file is not None:
+        found.append(("file", _flatten(_read_toml(Path(file)))))
+    found.append(("env", _from_env(os.environ if env is None else env)))
+    found.append(("cli", {k: v for k, v in (cli or {}).items() if v is not None}))
+    return found
 
 
 def to_toml(config: CrawlConfig) -> str:
