@@ -43,6 +43,8 @@ class ForwardProxy:
         self.connections = 0
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        """Pipes from origins (cancelled on exit; asyncio's handler tasks are not: it logs a cancelled one)."""
+        self._handlers: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
 
     def url(self, credentials: tuple[str, str] | None = None) -> str:
@@ -57,11 +59,13 @@ class ForwardProxy:
     async def __aexit__(self, *exc: object) -> None:
         assert self._server is not None
         self._server.close()
-        for writer in list(self._writers):
+        for writer in list(self._writers):  # the handlers see their client go and return
             writer.close()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._handlers:
+            await asyncio.wait(self._handlers, timeout=5.0)
         await self._server.wait_closed()
 
     def _spawn(self, coro: object) -> asyncio.Task[None]:
@@ -75,8 +79,8 @@ class ForwardProxy:
         self._writers.add(writer)
         current = asyncio.current_task()
         if current is not None:
-            self._tasks.add(current)  # type: ignore[arg-type]
-            current.add_done_callback(self._tasks.discard)  # type: ignore[arg-type]
+            self._handlers.add(current)  # type: ignore[arg-type]
+            current.add_done_callback(self._handlers.discard)  # type: ignore[arg-type]
         upstream: _Upstream | None = None
         try:
             while True:
@@ -151,7 +155,7 @@ class ForwardProxy:
         back = self._spawn(_pipe(origin_reader, client, close=True))
         try:
             await _pipe(reader, origin_writer, close=True)
-            await back
+            await asyncio.wait([back], timeout=10.0)
         finally:
             origin_writer.close()
 

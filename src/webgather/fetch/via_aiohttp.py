@@ -111,9 +111,9 @@ class AiohttpTransport:
         with map_transport_errors(lambda: draft.status is not None), _proxy_errors(proxy):
             draft.peer_ip = await self._resolver.resolve(target.host)
             url = URL(f"{target.scheme}://{target.host_header}{target.path}", encoded=True)
-            via, auth = (None, None) if proxy is None else (URL(proxy.shown), _basic_auth(proxy))
-            response = await self._session.get(url, headers=extra or None, allow_redirects=False,
-                                               proxy=via, proxy_auth=auth)
+            headers, via, via_headers = _proxy_request(target, extra, proxy)
+            response = await self._session.get(url, headers=headers, allow_redirects=False,
+                                               proxy=via, proxy_headers=via_headers)
             unwatch = _fail_body_on_disconnect(response)
             try:
                 _take_head(response, draft, proxied=proxy is not None)
@@ -210,10 +210,19 @@ def map_transport_errors(headers_received: Callable[[], bool]) -> Iterator[None]
         raise ProtocolViolation(_text(exc, type(exc).__name__)) from exc
 
 
-def _basic_auth(proxy: Proxy) -> aiohttp.BasicAuth | None:
-    if proxy.authorization is None:
-        return None
-    return aiohttp.BasicAuth(proxy.user, proxy.password, encoding="utf-8")
+def _proxy_request(target: WireTarget, extra: Headers,
+                   proxy: Proxy | None) -> tuple[dict[str, str] | None, URL | None, dict[str, str] | None]:
+    """(request headers, proxy URL, CONNECT headers). ``Proxy-Authorization`` goes in the request
+    to the proxy for an http URL, in the CONNECT for an https one (aiohttp's BasicAuth is deprecated)."""
+    headers = dict(extra) if extra else None
+    if proxy is None:
+        return headers, None, None
+    auth = proxy.authorization
+    if auth is None:
+        return headers, URL(proxy.shown), None
+    if target.scheme == "https":
+        return headers, URL(proxy.shown), {"Proxy-Authorization": auth}
+    return {**(headers or {}), "Proxy-Authorization": auth}, URL(proxy.shown), None
 
 
 @contextmanager
