@@ -18,6 +18,12 @@ How the pieces meet:
   (politeness is the frontier's job), keep-alive on, no cookies, redirects not
   followed, nothing re-sent behind the retry policy (except, by the native
   transport, a GET that met a stale kept-alive connection: RFC 9112 9.3.1).
+* Proxies (:mod:`webgather.fetch.proxy` picks one per URL, or none): http
+  URLs go to the proxy in absolute form, https ones through a CONNECT tunnel
+  with TLS to the origin; the origin's name is still resolved and judged by
+  the guard first, the proxy's is exempt. ``request_headers`` stay the
+  origin request's (no ``Proxy-Authorization``); a proxy's 407 is the
+  failure ``proxy_auth``, never a response.
 * ``raw_body`` is the body as sent (chunked framing removed), which the WARC
   stores; :func:`webgather.fetch.decode.decode_body` makes ``body`` under
   ``max_decoded_bytes`` (one budget for all the codings, at most three of
@@ -110,7 +116,7 @@ class HttpClient:
             draft.request_headers = as_sent(target, self._base_headers, extra)
             proxy = self._router.route(target)
             await self._open().exchange(target, extra, draft, proxy)
-            if proxy is not None and draft.status == 407:  # the proxy's answer, not the origin's: not archived
+            if proxy is not None and target.scheme == "http" and draft.status == 407:  # the proxy's, not archived
                 draft.forget_response()
                 check_answer(407, "Proxy Authentication Required", proxy)
             # the decode's CPU counts against total_timeout_s like the wait for the bytes did

@@ -115,3 +115,14 @@ def test_connect_request_and_answers() -> None:
         check_answer(407, "Proxy Authentication Required", HTTP_P)
     with pytest.raises(ProxyRefused, match="403 Forbidden"):
         check_answer(403, "Forbidden", HTTP_P)
+
+
+def test_a_cluster_definition_carries_the_proxy_rules() -> None:
+    from webgather.cluster.definition import CrawlDefinition
+
+    config = load(None, {}, {"fetch.proxy": "http://127.0.0.1:3128",
+                             "fetch.proxy_rules": ("*.corp direct", "*.onion http://127.0.0.1:8118")})
+    stored = CrawlDefinition.from_text(CrawlDefinition.of(config, ["http://a.example/"], 0.0).to_text())
+    node = stored.crawl_config(**{"fetch.proxy": "http://10.0.0.9:3128"})  # node --proxy: its own
+    assert node.fetch.proxy_rules == config.fetch.proxy_rules
+    assert (stored.crawl_config().fetch.proxy, node.fetch.proxy) == ("http://127.0.0.1:3128", "http://10.0.0.9:3128")
