@@ -136,3 +136,16 @@ def _warc_has(out: Path, needle: bytes) -> bool:
     import gzip
 
     return any(needle in gzip.decompress(p.read_bytes()) for p in out.rglob("*.warc.gz"))
+
+
+@pytest.mark.parametrize("transport", ["native", "aiohttp"])
+async def test_the_guard_still_judges_the_origin_behind_the_proxy(transport: str) -> None:
+    """The proxy (127.0.0.1) is exempt as the proxy, not as an origin: a link to its address, or a name
+    that resolves to it, is refused before the proxy is asked (a proxy would fetch its own loopback)."""
+    async with TinyServer("127.0.0.1", {"/": (200, "", "secret")}) as inside, ForwardProxy(NAMES) as proxy:
+        async with _client(transport, proxy=proxy.url()) as client:
+            for url in (f"http://127.0.0.1:{inside.port}/", f"http://127.0.0.1:{proxy.port}/",
+                        f"https://127.0.0.1:{inside.port}/"):
+                result = await client.fetch(url)
+                assert (result.status, result.error) == (None, "forbidden_address"), url
+    assert proxy.requests == [] and inside.connections == 0
