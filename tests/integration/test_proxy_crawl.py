@@ -80,8 +80,8 @@ def _assert_polite_per_origin_host(records: list, min_delay_s: float, expected) 
 
     One exception: a request the origin reset without a byte, sent again at once on a new
     connection (RFC 9112 9.3.1: the native client does so once when a REUSED connection closes
-    silently). Directly that is rare; the one kept-alive connection to the proxy serves every
-    origin, and the test proxy passes the origin's close on, so here it happens on resets."""
+    silently). The test proxy passes the origin's reset on as a plain close of a kept-alive
+    connection, which is what that rule is for."""
     delays = {host: r.crawl_delay_s or 0.0 for host, r in expected.robots.items()}
     by_host: dict[str, list] = defaultdict(list)
     for r in records:

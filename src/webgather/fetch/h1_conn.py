@@ -28,7 +28,7 @@ __all__ = ["Connection", "Pool", "PoolKey", "Sink"]
 
 PoolKey = tuple[str, str, int, str, str]
 """(scheme, host, port, address, via): a connection serves one origin at one address; through a proxy
-(``via`` names it) the address is the proxy's, and for http URLs host and port are blank (any origin)."""
+(``via`` names it) the address is the proxy's."""
 
 
 class Sink(Protocol):
