@@ -10,8 +10,9 @@ Connections go to the address from our :class:`Resolver` through
 TLS SNI stay the URL's host. aiohttp's and the OS's exceptions are translated
 in one place, :func:`map_transport_errors` (a proxy's, :func:`_proxy_errors`).
 
-Through a proxy (``proxy=``, ``proxy_auth=``: aiohttp sends http URLs in
-absolute form and tunnels https ones with CONNECT) the origin's address is
+Through a proxy (``proxy=``: aiohttp sends http URLs in absolute form and
+tunnels https ones with CONNECT; ``Proxy-Authorization`` goes in the request
+or in ``proxy_headers``, see :func:`_proxy_request`) the origin's address is
 still resolved and judged by our resolver before the request; the proxy's
 host is resolved by :meth:`Resolver.resolve_trusted` (no guard).
 """
