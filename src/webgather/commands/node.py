@@ -48,9 +48,9 @@ def register(sub: Any) -> None:
     add("--pin-cpu", default=None, help='keep this node on one CPU: "auto" (default), "off", or a CPU index')
     add("--once", action="store_true", help="in a continuous re-crawl: end when the current cycle ends")
     add("--source-address", default=None, help="local IP address this node's connections come from")
-    add("--proxy", default=os.environ.get("WEBGATHER_FETCH__PROXY"), metavar="URL",
+    add("--proxy", default=None, metavar="URL",
         help='this node\'s HTTP proxy, over the crawl\'s (http://[user:password@]host:port or "direct"; '
-             "default: WEBGATHER_FETCH__PROXY, else the crawl's, else HTTP_PROXY/HTTPS_PROXY/NO_PROXY)")
+             "default: the crawl's, else HTTP_PROXY/HTTPS_PROXY/NO_PROXY)")
     parser.set_defaults(func=_main)
 
 
