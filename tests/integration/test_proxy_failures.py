@@ -149,3 +149,16 @@ async def test_the_guard_still_judges_the_origin_behind_the_proxy(transport: str
                 result = await client.fetch(url)
                 assert (result.status, result.error) == (None, "forbidden_address"), url
     assert proxy.requests == [] and inside.connections == 0
+
+
+def test_the_tunnel_works_on_uvloop_too(tmp_path: Path) -> None:
+    """The crawler runs on uvloop (the tests on asyncio's loop): start_tls over the CONNECT tunnel there."""
+    import uvloop
+
+    async def fetch_twice() -> list[tuple[int | None, bytes]]:
+        async with TlsOrigin(tmp_path, "secure.test", "127.0.0.2", PAGES) as origin, \
+                ForwardProxy(NAMES, GOOD) as proxy:
+            async with _client("native", verify_tls=False, proxy=proxy.url(GOOD)) as client:
+                return [((r := await client.fetch(origin.url("/b"))).status, r.body) for _ in range(2)]
+
+    assert uvloop.run(fetch_twice()) == [(200, b"end"), (200, b"end")]
