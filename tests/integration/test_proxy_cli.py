@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from webgather.store.crawllog import read_crawl_log
 
 from forward_proxy import ForwardProxy
@@ -59,3 +61,28 @@ async def test_crawl_command_goes_through_the_proxy_and_its_rules(tmp_path: Path
     assert {(e["url"], e["status"]) for e in entries} == {(f"http://via.test:{port}/", 200),
                                                           (f"http://direct.test:{port}/", 200)}
     assert [r.target for r in proxy.requests] == [f"http://via.test:{port}/"]
+
+
+@pytest.mark.slow
+async def test_workers_take_the_proxy_from_the_crawl_definition(tmp_path: Path) -> None:
+    """``crawl --workers 2 --proxy URL``: the workers get no --proxy; the stored definition carries it."""
+    names = {"via.test": "127.0.0.2", "other.test": "127.0.0.2"}
+    resolve = tmp_path / "resolve.txt"
+    resolve.write_text("".join(f"{n} {a}\n" for n, a in names.items()))
+    async with TinyServer("127.0.0.2", {}) as origin, ForwardProxy(names, ("u", "pw")) as proxy:
+        port = origin.port
+        origin.pages.update({"/": (200, "", f'<a href="http://other.test:{port}/x">x</a><a href="/y">y</a>'),
+                             "/x": (200, "", "x"), "/y": (200, "", "y")})
+        process = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "webgather", "crawl", f"http://via.test:{port}/", "--workers", "2",
+            "--out", str(tmp_path / "out"), "--no-progress", "--ignore-robots", "--resolve", str(resolve),
+            "--allow-address", "127.0.0.2/32", "--scope", "any", "--proxy", proxy.url(("u", "pw")),
+            env={k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        _out, err = await asyncio.wait_for(process.communicate(), 240)
+    assert process.returncode == 0, err.decode()[-2000:]
+    entries = [e for log in (tmp_path / "out").rglob("crawl.log.jsonl") for e in read_crawl_log(log)]
+    urls = {f"http://via.test:{port}/", f"http://other.test:{port}/x", f"http://via.test:{port}/y"}
+    assert {(e["url"], e["status"]) for e in entries} == {(u, 200) for u in urls}
+    assert sorted(r.target for r in proxy.requests) == sorted(urls)
+    assert origin.connections == 3  # all from the proxy: no worker went direct
