@@ -27,7 +27,6 @@ from forward_proxy import ForwardProxy, closed_port
 from node_crawl_helpers import crawl_config, fetched_urls, final_entries, verify_warcs, write_resolve
 
 CREDENTIALS = ("crawler", "s3cret-proxy-pw")
-"""Transient outcomes a proxy reports its own way: the origin refusing the proxy is the proxy's 502."""
 
 
 @pytest.fixture(scope="module")
