@@ -29,7 +29,7 @@ FLAG_SETTINGS: dict[str, str] = {
     "--new-share": "recrawl.new_url_share", "--no-conditional": "recrawl.conditional_get",
     "--no-dedup": "recrawl.dedup", "--buckets": "cluster.n_buckets", "--partition-by": "cluster.partition_by",
     "--gnp-landmark": "cluster.gnp_landmarks", "--gnp-k": "cluster.gnp_k", "--shared-store": "cluster.shared_store",
-    "--metrics": "metrics",
+    "--metrics": "metrics", "--proxy": "fetch.proxy", "--proxy-rule": "fetch.proxy_rules",
 }
 """The flags of ``crawl`` and ``recrawl`` (:mod:`webgather.commands.options`) and the setting each sets."""
 

@@ -79,6 +79,12 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--allow-address", action="append", default=None, metavar="CIDR",
         help="connect to this private network even so (repeatable; e.g. 127.0.0.0/8 for a testweb on loopback)")
     add("--source-address", default=None, help="local IP address this node's connections come from")
+    add("--proxy", default=None, metavar="URL",
+        help='HTTP proxy http://[user:password@]host:port, or "direct"; unset: [fetch] proxy, else '
+             "HTTP_PROXY/HTTPS_PROXY/NO_PROXY; credentials are safer in WEBGATHER_FETCH__PROXY than in argv")
+    add("--proxy-rule", action="append", default=None, metavar="'PATTERN PROXY'",
+        help='hosts matching the glob PATTERN go through PROXY (a URL or "direct"); first match wins, '
+             "before --proxy (repeatable)")
     add_metrics_option(parser)
     show_setting_defaults(parser)
 
@@ -154,6 +160,8 @@ def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
         "fetch.allow_addresses": tuple(args.allow_address) if args.allow_address else None,
         "fetch.source_address": args.source_address,
         "metrics": getattr(args, "metrics", None),
+        "fetch.proxy": getattr(args, "proxy", None),
+        "fetch.proxy_rules": tuple(args.proxy_rule) if getattr(args, "proxy_rule", None) else None,
     }
     cli.update(recrawl_cli(args))
     cli["cluster.n_buckets"] = getattr(args, "buckets", None)

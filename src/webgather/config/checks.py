@@ -5,7 +5,8 @@ from __future__ import annotations
 import ipaddress
 
 from webgather.config.listen import listen_address
-from webgather.config.sections import CrawlConfig
+from webgather.config.proxyspec import host_glob, parse_proxy
+from webgather.config.sections import CrawlConfig, FetchConfig
 from webgather.errors import ConfigError
 
 __all__ = ["validate"]
@@ -45,6 +46,7 @@ def _crawl_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
 
 def _fetch_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
     """``[fetch]``."""
+    proxy_problem = _proxy_problem(config.fetch)
     return [
         (config.fetch.concurrency >= 1, "fetch.concurrency must be at least 1"),
         (config.fetch.max_body_bytes > 0, "fetch.max_body_bytes must be > 0"),
@@ -53,6 +55,7 @@ def _fetch_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
         (config.fetch.connect_timeout_s > 0 and config.fetch.total_timeout_s > 0, "timeouts must be > 0"),
         (_networks_ok(config.fetch.allow_addresses), "fetch.allow_addresses: each must be an address or CIDR network"),
         (_is_ip(config.fetch.source_address), "fetch.source_address must be an IP address literal"),
+        (not proxy_problem, proxy_problem),
     ]
 
 
@@ -123,6 +126,19 @@ def _networks_ok(cidrs: tuple[str, ...]) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _proxy_problem(fetch: FetchConfig) -> str:
+    """What is wrong with ``fetch.proxy`` or a ``fetch.proxy_rules`` entry, or ""."""
+    try:
+        if fetch.proxy is not None:
+            parse_proxy(fetch.proxy, "fetch.proxy")
+        for number, rule in enumerate(fetch.proxy_rules, start=1):
+            host_glob(rule.pattern, f"fetch.proxy_rules[{number}].pattern")
+            parse_proxy(rule.proxy, f"fetch.proxy_rules[{number}].proxy")
+    except ConfigError as exc:
+        return str(exc)
+    return ""
 
 
 def _is_ip(value: str | None) -> bool:

@@ -13,6 +13,7 @@ __all__ = [
     "FrontierConfig",
     "ParseConfig",
     "PolitenessConfig",
+    "ProxyRule",
     "RecrawlConfig",
     "RobotsConfig",
     "ScopeConfig",
@@ -42,6 +43,17 @@ class PolitenessConfig:
     """Cap on the per-host error backoff."""
     retry_after_max_s: float = 3600.0
     """A Retry-After longer than this is clamped to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProxyRule:
+    """One entry of ``[fetch] proxy_rules``: hosts matching ``pattern`` go through ``proxy``."""
+
+    pattern: str
+    """A host glob (fnmatch's ``*``, ``?``, ``[...]``; case-insensitive; the host only, no port):
+    ``*.example.com`` matches its subdomains, not example.com itself; ``*`` matches every host."""
+    proxy: str
+    """``http://[user:password@]host:port``, or ``"direct"``: no proxy for these hosts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +92,20 @@ class FetchConfig:
     """Networks (CIDR, or one address) exempt from deny_private_addresses, e.g. "127.0.0.0/8"."""
     source_address: str | None = None
     """Local IP address that outgoing connections bind to (a node's own address; per node, not per crawl)."""
+    proxy: str | None = None
+    """HTTP proxy: "http://[user:password@]host:port" (credentials sent as Basic Proxy-Authorization), or
+    "direct" (none, the environment's ignored too). Per URL, first match wins: a proxy_rules entry; else this
+    setting (file < WEBGATHER_FETCH__PROXY < --proxy); else, only when neither this nor proxy_rules is set,
+    the environment: http_proxy/HTTP_PROXY for http URLs, https_proxy/HTTPS_PROXY for https ones (lower-case
+    first), unless no_proxy/NO_PROXY names the host; else direct. http URLs go to the proxy in absolute
+    form, https ones through a CONNECT tunnel with TLS to the origin. The origin's address is still
+    resolved here and judged by deny_private_addresses; the proxy's own address is exempt from it (the
+    operator named it, a page cannot). Give credentials in WEBGATHER_FETCH__PROXY or a config file, not
+    --proxy: every local user can read a process's argv."""
+    proxy_rules: tuple[ProxyRule, ...] = ()
+    """Per-host proxies, first matching pattern wins, before ``proxy``: in TOML
+    ``[{pattern = "*.example.com", proxy = "http://127.0.0.1:3128"}, {pattern = "intranet.test", proxy = "direct"}]``;
+    in WEBGATHER_FETCH__PROXY_RULES or --proxy-rule, "PATTERN PROXY" (comma-separated in the variable)."""
 
 
 @dataclass(frozen=True, slots=True)
