@@ -29,6 +29,7 @@ COMMAND_MODULES = (
     "webgather.commands.recrawl",
     "webgather.commands.node",
     "webgather.commands.cluster",
+    "webgather.commands.replay",
 )
 EXIT_WRITE_FAILED = 3
 """Exit status when a write failed (disk full): stopped cleanly, run the same command again once there is room."""

@@ -1,0 +1,114 @@
+"""``webgather replay``: a crawl of the synthetic web, served through pywb, gives back the archived bytes.
+
+pywb lives in an environment of its own (scripts/setup makes ``.venv-replay``;
+``WEBGATHER_PYWB`` names another ``wayback``): these tests skip, saying so,
+without it, and the browser test without Debian's chromium.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from webgather.runtime.crawl import run_crawl
+from webgather.testweb.graph import WebModel
+from webgather.testweb.params import WebParams, crawl_config_for
+from webgather.testweb.server import TestWebServer
+
+from node_crawl_helpers import crawl_config, write_resolve
+from replay_helpers import (
+    CHROMIUM, archived_pages, chromium, fetch, find_wayback, ink_share, pid_alive, start_replay, stop_replay,
+)
+
+WAYBACK = find_wayback()
+pytestmark = pytest.mark.skipif(
+    WAYBACK is None, reason="pywb not installed: ./scripts/setup makes .venv-replay, or set WEBGATHER_PYWB to a wayback"
+)
+_READY_S = 90.0
+
+
+@pytest.fixture(scope="module")
+def crawl_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("replay")
+
+    async def crawl() -> None:
+        model = WebModel(WebParams.for_tests())
+        async with TestWebServer(model) as server:
+            config = crawl_config(crawl_config_for(model.params), base / "out", write_resolve(server, base))
+            summary = await run_crawl(config, [server.home_url(0)])
+        assert summary["finished"] is True
+
+    asyncio.run(crawl())
+    return base / "out"
+
+
+def test_replayed_bodies_are_the_archived_payloads(crawl_dir: Path, tmp_path: Path) -> None:
+    assert WAYBACK is not None
+    pages = archived_pages(crawl_dir)
+    assert len(pages) >= 100, f"the test web should give 100+ pages, got {len(pages)}"
+    replay = start_replay(crawl_dir, WAYBACK)
+    children: list[int] = []
+    try:
+        base = replay.read_until("open ", _READY_S).split()[1].rstrip("/")
+        children = replay.children()
+        assert base.startswith("http://127.0.0.1:") and base.endswith("/crawl")
+        cut = _compare_every_page(base, pages)
+        assert cut, "the test web's truncated and oversized pages should be among the captures"
+        _screenshot_is_not_blank(replay.line("a page:").split()[2], tmp_path)
+    finally:
+        status = stop_replay(replay, children)
+    assert status == 0, replay.lines[-20:]
+    assert replay.lines[-1] == "replay stopped"
+    assert children and not any(pid_alive(pid) for pid in children), "pywb outlived the replay command"
+
+
+def _compare_every_page(base: str, pages: dict[tuple[str, str], list[bytes]]) -> list[str]:
+    """Fetch every archived 200 page as ``/crawl/<ts>id_/<url>`` (the original bytes) and compare.
+
+    A body cut while crawling (the server closed early, or over max_body_bytes)
+    is replayed with its original Content-Length: the bytes that come are the
+    archived ones, and the client sees a short body. Returns those URLs.
+    """
+    cut: list[str] = []
+    for (stamp, url), bodies in sorted(pages.items()):
+        status, body, complete = fetch(f"{base}/{stamp}id_/{url}")
+        assert status == 200, f"{url}: replay status {status}"
+        assert body in bodies, f"{url}: {len(body)} bytes replayed, archived {[len(b) for b in bodies]}"
+        if not complete:
+            cut.append(url)
+    return cut
+
+
+def _screenshot_is_not_blank(page_url: str, tmp_path: Path) -> None:
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is absent (apt-get install chromium): bodies compared, no screenshot taken")
+    shot = tmp_path / "replayed.png"
+    done = chromium([f"--screenshot={shot}", page_url], tmp_path / "chromium")
+    assert shot.is_file() and shot.stat().st_size > 0, done.stderr[-2000:]
+    # pywb's banner is the top ~90 px; below it is the replayed page, black text on white
+    assert ink_share(shot, top_px=100) > 0.005, f"{shot} looks blank below pywb's banner"
+    frameless = page_url.replace("/http", "mp_/http", 1)  # the page alone, rewritten, without pywb's frame
+    dom = chromium(["--dump-dom", frameless], tmp_path / "chromium").stdout
+    assert "page 0 of h0001.web.test</title>" in dom, dom[:2000]
+
+
+def test_a_cluster_layout_replays_from_nodes_dirs(crawl_dir: Path, tmp_path: Path) -> None:
+    """``DIR/nodes/<node>/warc``: the index's file names become paths under DIR; nothing is copied."""
+    assert WAYBACK is not None
+    cluster = tmp_path / "cluster"
+    shutil.copytree(crawl_dir / "warc", cluster / "nodes" / "n0" / "warc")
+    pages = archived_pages(cluster)
+    replay = start_replay(cluster, WAYBACK)
+    children: list[int] = []
+    try:
+        base = replay.read_until("open ", _READY_S).split()[1].rstrip("/")
+        children = replay.children()
+        for (stamp, url), bodies in sorted(pages.items())[:5]:
+            status, body, _ = fetch(f"{base}/{stamp}id_/{url}")
+            assert (status, body in bodies) == (200, True), url
+    finally:
+        assert stop_replay(replay, children) == 0, replay.lines[-20:]
+    assert not list((cluster).glob("**/config.yaml")), "the collection belongs in a temporary directory"
