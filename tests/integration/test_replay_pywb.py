@@ -112,3 +112,36 @@ def test_a_cluster_layout_replays_from_nodes_dirs(crawl_dir: Path, tmp_path: Pat
     finally:
         assert stop_replay(replay, children) == 0, replay.lines[-20:]
     assert not list((cluster).glob("**/config.yaml")), "the collection belongs in a temporary directory"
+
+
+def test_urls_whose_key_pywb_canonicalizes_are_found(tmp_path: Path) -> None:
+    """Unsorted query arguments, a trailing slash, an IP host, an escaped ``~``: pywb finds each by its key."""
+    assert WAYBACK is not None
+    from webgather.config import StoreConfig
+    from webgather.fetch.model import FetchResult
+    from webgather.store.warc import Archive
+
+    urls = [
+        "http://a.test/list?sort=new&page=3", "http://a.test/dir/", "http://127.0.0.1:8000/x", "http://a.test/%7Euser",
+    ]
+    archive = Archive.open(tmp_path / "out", "n0", StoreConfig())
+    for n, url in enumerate(urls):
+        body = f"<html><title>page {n}</title></html>".encode()
+        archive.write_fetch(FetchResult(
+            url=url, started_at=1_700_000_000.0 + n, elapsed_s=0.01, status=200, reason="OK",
+            request_headers=(("Host", "a.test"),),
+            response_headers=(("Content-Type", "text/html"), ("Content-Length", str(len(body)))),
+            raw_body=body, body=body, peer_ip="127.0.0.1",
+        ))
+    archive.close()
+    pages = archived_pages(tmp_path / "out")
+    assert len(pages) == len(urls)
+    replay = start_replay(tmp_path / "out", WAYBACK)
+    children: list[int] = []
+    try:
+        base = replay.read_until("open ", _READY_S).split()[1].rstrip("/")
+        children = replay.children()
+        found = {url: fetch(f"{base}/{stamp}id_/{url}")[:2] for (stamp, url) in pages}
+    finally:
+        assert stop_replay(replay, children) == 0, replay.lines[-20:]
+    assert found == {url: (200, bodies[0]) for (_, url), bodies in pages.items()}
