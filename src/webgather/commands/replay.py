@@ -92,7 +92,7 @@ def _main(args: argparse.Namespace) -> int:
     if not crawl_dir.is_dir():
         raise ConfigError(f"{crawl_dir} is not a directory (give the --out of a crawl)")
     wayback = find_wayback(args.pywb)
-    port = args.port or _free_port(args.host)
+    port = _usable_port(args.host, args.port)
     with tempfile.TemporaryDirectory(prefix="webgather-replay-") as temp:
         collection = build_collection(crawl_dir, Path(temp))
         child = _start(wayback, collection.root, args.host, port)
@@ -111,16 +111,22 @@ def _main(args: argparse.Namespace) -> int:
             _end(child)
 
 
-def _free_port(host: str) -> int:
-    """A port free on ``host`` now (pywb binds it a moment later; another process could take it first)."""
+def _usable_port(host: str, port: int) -> int:
+    """``port`` (0: a free one) if it can be bound on ``host`` now; else :class:`ConfigError`.
+
+    Checked here because a port some other server listens on would accept the
+    readiness probe while pywb fails to bind it. pywb binds a moment later:
+    another process could still take the port in between.
+    """
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     try:
         with socket.socket(family, socket.SOCK_STREAM) as probe:
-            probe.bind((host, 0))
-            port: int = probe.getsockname()[1]
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as pywb's server does
+            probe.bind((host, port))
+            bound: int = probe.getsockname()[1]
     except OSError as exc:
-        raise ConfigError(f"--host {host}: cannot bind it: {exc.strerror or exc}") from None
-    return port
+        raise ConfigError(f"cannot serve on {host} port {port}: {exc.strerror or exc}") from None
+    return bound
 
 
 def _start(wayback: str, root: Path, host: str, port: int) -> subprocess.Popen[bytes]:
