@@ -53,8 +53,11 @@ class Replay:
 
     def drain(self, timeout_s: float = 10.0) -> None:
         """Read what is left of the output (after the process ended) into ``lines``."""
-        while (line := self._queue.get(timeout=timeout_s)) is not None:
-            self.lines.append(line)
+        try:
+            while (line := self._queue.get(timeout=timeout_s)) is not None:
+                self.lines.append(line)
+        except queue.Empty:
+            self.lines.append(f"(output still open after {timeout_s} s)")
 
     def line(self, prefix: str) -> str:
         """A line already read that starts with ``prefix``."""
@@ -96,12 +99,12 @@ def stop_replay(replay: Replay, children: list[int]) -> int:
         if process.poll() is None:
             process.kill()
             process.wait()
+        for pid in children:  # first: pywb holds the output pipe open
+            if pid_alive(pid):
+                os.kill(pid, signal.SIGKILL)
         replay.drain()
         assert process.stdout is not None
         process.stdout.close()
-        for pid in children:
-            if pid_alive(pid):
-                os.kill(pid, signal.SIGKILL)
 
 
 def pid_alive(pid: int) -> bool:

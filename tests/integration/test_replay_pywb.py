@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -96,7 +98,8 @@ def _screenshot_is_not_blank(page_url: str, tmp_path: Path) -> None:
 
 
 def test_a_cluster_layout_replays_from_nodes_dirs(crawl_dir: Path, tmp_path: Path) -> None:
-    """``DIR/nodes/<node>/warc``: the index's file names become paths under DIR; nothing is copied."""
+    """``DIR/nodes/<node>/warc``: the index's file names become paths under DIR; nothing is copied.
+    Killed (SIGKILL), the command takes pywb with it (PR_SET_PDEATHSIG)."""
     assert WAYBACK is not None
     cluster = tmp_path / "cluster"
     shutil.copytree(crawl_dir / "warc", cluster / "nodes" / "n0" / "warc")
@@ -109,8 +112,14 @@ def test_a_cluster_layout_replays_from_nodes_dirs(crawl_dir: Path, tmp_path: Pat
         for (stamp, url), bodies in sorted(pages.items())[:5]:
             status, body, _ = fetch(f"{base}/{stamp}id_/{url}")
             assert (status, body in bodies) == (200, True), url
+        replay.process.send_signal(signal.SIGKILL)  # no clean-up here: pywb must still go with it
+        replay.process.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while any(pid_alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert children and not any(pid_alive(pid) for pid in children), "pywb outlived a killed replay command"
     finally:
-        assert stop_replay(replay, children) == 0, replay.lines[-20:]
+        stop_replay(replay, children)
     assert not list((cluster).glob("**/config.yaml")), "the collection belongs in a temporary directory"
 
 

@@ -16,11 +16,13 @@ otherwise. Ctrl-C or SIGTERM ends pywb (by its PID) and exits 0.
 from __future__ import annotations
 
 import argparse
+import ctypes
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -41,6 +43,7 @@ _INSTALL_HINT = (
 )
 _READY_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 10.0
+_PR_SET_PDEATHSIG = 1
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 """Besides Ctrl-C: signals that would otherwise end this process and leave pywb (in its own session) running."""
 
@@ -133,9 +136,15 @@ def _start(wayback: str, root: Path, host: str, port: int) -> subprocess.Popen[b
     """pywb in its own session: a terminal's Ctrl-C reaches this process, which ends pywb by PID."""
     command = [wayback, "--bind", host, "--port", str(port), "--directory", str(root)]
     try:
-        return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True)
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, start_new_session=True, preexec_fn=_die_with_parent)
     except OSError as exc:
         raise ConfigError(f"cannot start pywb ({wayback}): {exc.strerror or exc}; {_INSTALL_HINT}") from None
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: SIGTERM when this process dies, even by SIGKILL (Linux's PR_SET_PDEATHSIG)."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _wait_ready(child: subprocess.Popen[bytes], host: str, port: int) -> None:
