@@ -169,3 +169,25 @@ def ink_share(png: Path, top_px: int) -> float:
         body = gray.crop((0, top_px, width, height))
         histogram = body.histogram()
     return sum(histogram[:128]) / max(1, sum(histogram))
+
+
+def revisit_targets(crawl_dir: Path) -> list[tuple[str, str, str, bytes]]:
+    """(timestamp, URL, HTTP status in the revisit, the original's payload) of every revisit record
+    whose original is a 200 response."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    from webgather.store.cdxj import timestamp14
+
+    originals: dict[str, bytes] = {}
+    revisits: list[tuple[str, str, str, str]] = []
+    for path in sorted(crawl_dir.rglob("*.warc.gz")):
+        with path.open("rb") as stream:
+            for record in ArchiveIterator(stream):
+                headers = record.rec_headers
+                if record.rec_type == "response" and record.http_headers.get_statuscode() == "200":
+                    originals[headers.get_header("WARC-Record-ID")] = record.raw_stream.read()
+                elif record.rec_type == "revisit":
+                    stamp = timestamp14(headers.get_header("WARC-Date"))
+                    status = record.http_headers.get_statuscode() if record.http_headers else "-"
+                    revisits.append((stamp, headers.get_header("WARC-Target-URI"), status, headers.get_header("WARC-Refers-To")))
+    return [(stamp, url, status, originals[refers]) for stamp, url, status, refers in revisits if refers in originals]

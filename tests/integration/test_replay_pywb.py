@@ -22,7 +22,8 @@ from webgather.testweb.server import TestWebServer
 
 from node_crawl_helpers import crawl_config, write_resolve
 from replay_helpers import (
-    CHROMIUM, archived_pages, chromium, fetch, find_wayback, ink_share, pid_alive, start_replay, stop_replay,
+    CHROMIUM, archived_pages, chromium, fetch, find_wayback, ink_share, pid_alive, revisit_targets, start_replay,
+    stop_replay,
 )
 
 WAYBACK = find_wayback()
@@ -154,3 +155,34 @@ def test_urls_whose_key_pywb_canonicalizes_are_found(tmp_path: Path) -> None:
     finally:
         assert stop_replay(replay, children) == 0, replay.lines[-20:]
     assert found == {url: (200, bodies[0]) for (_, url), bodies in pages.items()}
+
+
+def test_a_revisit_replays_its_originals_body(tmp_path: Path) -> None:
+    """A re-crawl's revisit records (304, or the same digest) carry no body: pywb serves the original's,
+    the newest capture included (a 304 revisit replayed as such would be an empty 304: pywbcoll repoints it)."""
+    assert WAYBACK is not None
+    from webgather.runtime.recrawl_cycle import run_cycle
+
+    from recrawl_web import HOUR, T0, JumpClock, changing_web, recrawl_config
+
+    async def two_cycles() -> None:
+        clock = JumpClock(T0 + 60)
+        async with TestWebServer(changing_web(), clock=clock) as server:
+            config = recrawl_config(server, tmp_path)
+            await run_cycle(config, [server.home_url(0)], clock=clock)
+            clock.advance(HOUR)
+            await run_cycle(config, clock=clock)
+
+    asyncio.run(two_cycles())
+    revisits = revisit_targets(tmp_path / "out")
+    assert {status for _, _, status, _ in revisits} == {"200", "304"}, "both revisit profiles should be there"
+    replay = start_replay(tmp_path / "out", WAYBACK)
+    children: list[int] = []
+    try:
+        base = replay.read_until("open ", _READY_S).split()[1].rstrip("/")
+        children = replay.children()
+        for stamp, url, _, original in revisits:
+            assert fetch(f"{base}/{stamp}id_/{url}")[:2] == (200, original), url
+            assert fetch(f"{base}/id_/{url}")[:2] == (200, original), f"{url}, its newest capture"
+    finally:
+        assert stop_replay(replay, children) == 0, replay.lines[-20:]

@@ -9,9 +9,10 @@ an index line.
 
 The crawler's indexes are in write order, one per node, with bare file names.
 pywb binary-searches a CDXJ file, so the collection's index is every node's
-lines, ``filename`` made relative to DIR (``nodes/w0/warc/x.warc.gz``), sorted.
-Line relocation and the config text are pure; :func:`build_collection` is the
-file shell.
+lines, ``filename`` made relative to DIR (``nodes/w0/warc/x.warc.gz``), sorted,
+with 304 revisits pointed at their originals (:func:`repoint_not_modified`).
+Line relocation, that pointing and the config text are pure;
+:func:`build_collection` is the file shell.
 """
 
 from __future__ import annotations
@@ -24,11 +25,15 @@ from pathlib import Path
 from webgather.errors import StoreError
 from webgather.store.cdxj import INDEX_NAME, parse_line
 
-__all__ = ["COLLECTION", "PywbCollection", "build_collection", "crawl_indexes", "pywb_config", "relocate_line"]
+__all__ = [
+    "COLLECTION", "PywbCollection", "build_collection", "crawl_indexes", "pywb_config", "relocate_line", "repoint_not_modified",
+]
 
 COLLECTION = "crawl"
 """The collection's name: its pages are at ``/crawl/<timestamp>/<url>``."""
 _FILENAME_FIELD = '"filename":"'
+_REVISIT = '"mime":"warc/revisit"'
+_NOT_MODIFIED = '"status":"304"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +67,34 @@ def relocate_line(line: str, prefix: str) -> str:
     return f"{head}{sep}{prefix}{tail}"
 
 
+def repoint_not_modified(sorted_lines: list[str]) -> list[str]:
+    """Sorted lines with each 304 revisit pointing at its original response's record, or left out.
+
+    pywb replays a revisit whose own HTTP status is 3xx with that status and
+    no body (``resolvingloader``: "if redirect, don't load payload"), so the
+    newest capture of a page the server answered 304 for would show as an
+    empty 304. The line keeps the revisit's timestamp (the server said the
+    page was unchanged then) and takes the location, status and type of the
+    latest earlier response of the same key with the same digest; a revisit
+    without one in the archive has nothing to show and is left out.
+    """
+    out: list[str] = []
+    key = ""
+    originals: dict[str, str] = {}  # digest -> JSON block of the latest response of ``key``
+    for line in sorted_lines:
+        line_key, stamp, block = line.split(" ", 2)
+        if line_key != key:
+            key, originals = line_key, {}
+        if _REVISIT not in block:
+            originals[parse_line(line).digest] = block
+            out.append(line)
+        elif _NOT_MODIFIED not in block:
+            out.append(line)
+        elif (original := originals.get(parse_line(line).digest)) is not None:
+            out.append(f"{line_key} {stamp} {original}")
+    return out
+
+
 def pywb_config(index_path: Path, archive_root: Path) -> str:
     """``config.yaml`` for pywb: one collection, its index and its archive directory.
 
@@ -93,6 +126,7 @@ def build_collection(crawl_dir: Path, root: Path) -> PywbCollection:
         raise StoreError(f"the WARC index of {crawl_dir} is empty: the crawl archived no response yet")
     first_page = _first_page(lines)
     lines.sort()
+    lines = repoint_not_modified(lines)
     index_path = root / INDEX_NAME
     _write_text(index_path, "".join(lines))
     _write_text(root / "config.yaml", pywb_config(index_path, crawl_dir))

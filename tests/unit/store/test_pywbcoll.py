@@ -75,3 +75,21 @@ def test_config_paths_are_quoted_whatever_they_hold() -> None:
     text = pywb_config(Path("/tmp/a b/#x: y/index.cdxj"), Path("/data/it's"))
     assert 'index: "/tmp/a b/#x: y/index.cdxj"' in text
     assert 'archive_paths: "/data/it\'s/"' in text
+
+
+def test_a_304_revisit_points_at_its_original_or_is_left_out() -> None:
+    from webgather.store.pywbcoll import repoint_not_modified
+
+    original = cdxj_line("http://a.test/p", _DATE.format(1), "text/html", 200, "sha1:D1", 900, 100, "f0.warc.gz")
+    other = cdxj_line("http://a.test/p", _DATE.format(2), "text/html", 200, "sha1:D2", 800, 1100, "f0.warc.gz")
+    not_modified = cdxj_line("http://a.test/p", _DATE.format(3), "warc/revisit", 304, "sha1:D1", 500, 40, "f1.warc.gz")
+    same_digest = cdxj_line("http://a.test/p", _DATE.format(4), "warc/revisit", 200, "sha1:D2", 500, 540, "f1.warc.gz")
+    orphan = cdxj_line("http://b.test/q", _DATE.format(5), "warc/revisit", 304, "sha1:D1", 500, 1040, "f1.warc.gz")
+    lines = sorted([original, other, not_modified, same_digest, orphan])
+    out = [parse_line(line) for line in repoint_not_modified(lines)]
+    assert [(e.url, e.timestamp, e.mime, e.status, e.filename, e.offset) for e in out] == [
+        ("http://a.test/p", "20261125170001", "text/html", 200, "f0.warc.gz", 100),
+        ("http://a.test/p", "20261125170002", "text/html", 200, "f0.warc.gz", 1100),
+        ("http://a.test/p", "20261125170003", "text/html", 200, "f0.warc.gz", 100),  # the 304: D1's response
+        ("http://a.test/p", "20261125170004", "warc/revisit", 200, "f1.warc.gz", 540),  # pywb resolves these
+    ]  # b.test's 304 has no original in the archive: left out
