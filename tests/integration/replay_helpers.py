@@ -191,3 +191,24 @@ def revisit_targets(crawl_dir: Path) -> list[tuple[str, str, str, bytes]]:
                     status = record.http_headers.get_statuscode() if record.http_headers else "-"
                     revisits.append((stamp, headers.get_header("WARC-Target-URI"), status, headers.get_header("WARC-Refers-To")))
     return [(stamp, url, status, originals[refers]) for stamp, url, status, refers in revisits if refers in originals]
+
+
+def index_by_record(lines: list[str]) -> dict[tuple[str, str, str, str], dict[str, str]]:
+    """CDXJ lines as {(key, timestamp, filename, offset): JSON block}."""
+    import json
+
+    out: dict[tuple[str, str, str, str], dict[str, str]] = {}
+    for line in lines:
+        key, stamp, text = line.rstrip("\n").split(" ", 2)
+        block = json.loads(text)
+        out[(key, stamp, block["filename"], block["offset"])] = block
+    return out
+
+
+def pywb_index(wayback: str, warc_dir: Path) -> list[str]:
+    """What pywb's own indexer (``cdx-indexer -j``, beside ``wayback``) writes for the WARCs of ``warc_dir``."""
+    indexer = Path(wayback).parent / "cdx-indexer"
+    files = sorted(p.name for p in warc_dir.glob("*.warc.gz"))
+    done = subprocess.run([str(indexer), "-j", *files], cwd=warc_dir, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout.splitlines(keepends=True)

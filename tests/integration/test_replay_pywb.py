@@ -22,8 +22,8 @@ from webgather.testweb.server import TestWebServer
 
 from node_crawl_helpers import crawl_config, write_resolve
 from replay_helpers import (
-    CHROMIUM, archived_pages, chromium, fetch, find_wayback, ink_share, pid_alive, revisit_targets, start_replay,
-    stop_replay,
+    CHROMIUM, archived_pages, chromium, fetch, find_wayback, index_by_record, ink_share, pid_alive, pywb_index,
+    revisit_targets, start_replay, stop_replay,
 )
 
 WAYBACK = find_wayback()
@@ -46,6 +46,14 @@ def crawl_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
     asyncio.run(crawl())
     return base / "out"
+
+
+def test_our_index_is_what_pywbs_own_indexer_writes(crawl_dir: Path) -> None:
+    """Key, timestamp, and every field, line for line: pywb can use the crawler's index as it is."""
+    assert WAYBACK is not None
+    ours = index_by_record((crawl_dir / "warc" / "index.cdxj").read_text().splitlines(keepends=True))
+    theirs = index_by_record(pywb_index(WAYBACK, crawl_dir / "warc"))
+    assert len(ours) > 100 and ours == theirs
 
 
 def test_replayed_bodies_are_the_archived_payloads(crawl_dir: Path, tmp_path: Path) -> None:
@@ -146,6 +154,8 @@ def test_urls_whose_key_pywb_canonicalizes_are_found(tmp_path: Path) -> None:
     archive.close()
     pages = archived_pages(tmp_path / "out")
     assert len(pages) == len(urls)
+    index = (tmp_path / "out" / "warc" / "index.cdxj").read_text().splitlines(keepends=True)
+    assert index_by_record(index) == index_by_record(pywb_index(WAYBACK, tmp_path / "out" / "warc"))
     replay = start_replay(tmp_path / "out", WAYBACK)
     children: list[int] = []
     try:
@@ -175,6 +185,12 @@ def test_a_revisit_replays_its_originals_body(tmp_path: Path) -> None:
 
     asyncio.run(two_cycles())
     revisits = revisit_targets(tmp_path / "out")
+    ours = index_by_record((tmp_path / "out" / "warc" / "index.cdxj").read_text().splitlines(keepends=True))
+    theirs = index_by_record(pywb_index(WAYBACK, tmp_path / "out" / "warc"))
+    # pywb's indexer leaves a revisit's status out; ours keeps its HTTP status (304 or 200), which replay uses
+    assert ours.keys() == theirs.keys()
+    assert {k: {f: v for f, v in b.items() if not (f == "status" and b["mime"] == "warc/revisit")}
+            for k, b in ours.items()} == theirs
     assert {status for _, _, status, _ in revisits} == {"200", "304"}, "both revisit profiles should be there"
     replay = start_replay(tmp_path / "out", WAYBACK)
     children: list[int] = []
