@@ -27,9 +27,12 @@ from replay_helpers import (
 )
 
 WAYBACK = find_wayback()
-pytestmark = pytest.mark.skipif(
-    WAYBACK is None, reason="pywb not installed: ./scripts/setup makes .venv-replay, or set WEBGATHER_PYWB to a wayback"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        WAYBACK is None, reason="pywb not installed: ./scripts/setup makes .venv-replay, or set WEBGATHER_PYWB to a wayback"
+    ),
+]
 _READY_S = 90.0
 
 

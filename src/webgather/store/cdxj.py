@@ -5,7 +5,9 @@ A line is ``<surt> <14-digit timestamp> <json>`` with the JSON block
 pywb, ``status``, ``length`` and ``offset`` are strings, ``digest`` is the
 bare base32 SHA-1 (no ``sha1:``) and a revisit's ``mime`` is ``warc/revisit``.
 Lines are appended in write order while crawling; :func:`sort_index` writes a
-sorted copy (``index.sorted.cdxj``) at the end of a crawl.
+sorted copy (``index.sorted.cdxj``) when called (the crawl does not call it:
+``webgather replay`` sorts a merge of every node's index for pywb, see
+:mod:`webgather.store.pywbcoll`).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from webgather.urls import canonicalize
 
 oracle = pytest.importorskip("surt", reason="the surt package (test extra) is the oracle").surt
 
-EXAMPLES = int(os.environ.get("WEBGATHER_FUZZ_EXAMPLES", "400"))
+EXAMPLES = int(os.environ.get("WEBGATHER_FUZZ_EXAMPLES", "300"))
 _SESSION = "ABCDEFGHIJKLMNOPQRSTUVWXYZ012345"  # 32 characters: a jsessionid/phpsessid/sid value
 
 labels = st.sampled_from(["a", "Example", "www", "www2", "WWW", "sub", "b-c", "xn--bcher-kva", "bücher", "ex%41mple", "h0001"])
