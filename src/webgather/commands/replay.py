@@ -1,7 +1,7 @@
 """``webgather replay DIR [--port P] [--host H] [--pywb PATH]``: browse a crawl's archive through pywb.
 
-pywb runs as a child process from an environment of its own: every pywb
-release since 2.6 pins ``redis==2.10.6`` (and ``werkzeug``, ``fakeredis<1``),
+pywb runs as a child process from an environment of its own: pywb 2.9.1 and
+2.10.0 pin ``redis==2.10.6`` (and ``werkzeug``, ``fakeredis<1``),
 which cannot share an environment with webgather's ``redis>=5``, so pip
 refuses ``pywb`` as an extra of webgather (ResolutionImpossible). Install it
 apart (``pipx install pywb``, or a venv of its own) and name its ``wayback``
@@ -10,7 +10,8 @@ program with ``--pywb`` unless it is on PATH.
 The collection (a merged index and pywb's ``config.yaml``, see
 :mod:`webgather.store.pywbcoll`) is built in a temporary directory removed on
 exit; the WARCs are read in place. The server binds 127.0.0.1 unless told
-otherwise. Ctrl-C or SIGTERM ends pywb (by its PID) and exits 0.
+otherwise. Ctrl-C, SIGTERM or SIGHUP ends pywb (by its PID) and exits 0; a
+SIGKILL of this process ends pywb too (PR_SET_PDEATHSIG).
 """
 
 from __future__ import annotations
