@@ -34,6 +34,7 @@ COMMAND_MODULES = (
     "webgather.commands.cluster",
     "webgather.commands.status",
     "webgather.commands.config",
+    "webgather.commands.replay",
 )
 EXIT_WRITE_FAILED = 3
 """Exit status when a write failed (disk full): stopped cleanly, run the same command again once there is room."""
