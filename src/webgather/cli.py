@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import logging
 import sys
-from collections.abc import Sequence
+import typing
+from collections.abc import Iterator, Sequence
 
+from webgather.config.reference import plain_text
 from webgather.errors import WebgatherError, WriteFailed
 from webgather.logs import configure, logs_to_file, settings_from_args
 
-__all__ = ["COMMAND_MODULES", "EXIT_WRITE_FAILED", "build_parser", "main"]
+__all__ = ["COMMAND_MODULES", "EXIT_WRITE_FAILED", "build_parser", "main", "package_version"]
 
 COMMAND_MODULES = (
     "webgather.commands.crawl",
@@ -36,6 +39,8 @@ COMMAND_MODULES = (
     "webgather.commands.node",
     "webgather.commands.cluster",
     "webgather.commands.status",
+    "webgather.commands.config",
+    "webgather.commands.replay",
 )
 EXIT_WRITE_FAILED = 3
 """Exit status when a write failed (disk full): stopped cleanly, run the same command again once there is room."""
@@ -47,15 +52,52 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     Importing every command module costs ~0.5 s and ~17 MB (demo and testweb
     pull in scipy), which a crawl would pay for nothing.
     """
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="webgather",
         description="A distributed, polite, resumable web crawler.",
     )
+    parser.add_argument("--version", action="version", version=f"webgather {package_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     only = [name for name in COMMAND_MODULES if name.rpartition(".")[2] == command]
-    for name in only or COMMAND_MODULES:
+    for name in [] if command == "--version" else only or COMMAND_MODULES:  # --version needs no command
         importlib.import_module(name).register(sub)
+    _show_defaults(parser)
     return parser
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _parsers(sub)
+
+
+def _show_defaults(parser: argparse.ArgumentParser) -> None:
+    """Append ``(default: X)`` to every option, in ``parser`` and its subcommands, whose help does not
+    mention its default yet (a crawl flag's comes from the config: ``commands.flag_settings``)."""
+    for each in _parsers(parser):
+        for action in each._actions:
+            if (action.option_strings and action.default not in (None, False, argparse.SUPPRESS)
+                    and action.help != argparse.SUPPRESS and "default" not in (action.help or "")):
+                text = f"(default: {plain_text(action.default)})".replace("%", "%%")  # help is %-formatted
+                action.help = f"{action.help} {text}" if action.help else text
+
+
+class _Parser(argparse.ArgumentParser):
+    """Usage errors in one line, like every other user error (a crawl's usage text is 20 lines that
+    would bury it); subcommands' parsers are of this class too (argparse makes them of the parent's)."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def package_version() -> str:
+    """The installed distribution's version (what pip and the wheel say), not a copy in the source."""
+    try:
+        return importlib.metadata.version("webgather")
+    except importlib.metadata.PackageNotFoundError:
+        return "(version unknown: the package is not installed, e.g. run from a source tree)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -18,7 +18,10 @@ boundary that talks to that library, so callers never catch a library's types::
     │   ├── ProtocolViolation      "protocol"      malformed HTTP from the server
     │   ├── InvalidUrl             "invalid_url"   not an http(s) URL the fetcher can request
     │   ├── RedirectLoop           "redirect_loop" redirect back into its own chain or past max_redirects
-    │   └── ForbiddenAddress       "forbidden_address" resolved to a private address the guard refuses
+    │   ├── ForbiddenAddress       "forbidden_address" resolved to a private address the guard refuses
+    │   ├── ProxyUnreachable       "proxy_unreachable" the configured HTTP proxy cannot be reached (refused, timed out, no address)
+    │   ├── ProxyAuthFailed        "proxy_auth"    the proxy answered 407: credentials missing or wrong
+    │   └── ProxyRefused           "proxy_refused" the proxy answered CONNECT with another non-2xx status (403, 502...)
     ├── StoreError             the archive or crawl state cannot be written or read
     │   ├── CorruptState           persisted state is unreadable (a clear message, never a silent reset)
     │   └── WriteFailed            a write to disk failed (full, quota, I/O error): the crawl stops, what is stored stays whole
@@ -56,6 +59,9 @@ __all__ = [
     "IncompatibleCrawl",
     "InvalidUrl",
     "ProtocolViolation",
+    "ProxyAuthFailed",
+    "ProxyRefused",
+    "ProxyUnreachable",
     "RedirectLoop",
     "SeedError",
     "StoreError",
@@ -128,6 +134,24 @@ class ForbiddenAddress(FetchError):
     """The host resolved to an address the crawl must not connect to (see webgather.fetch.guard)."""
 
     kind = "forbidden_address"
+
+
+class ProxyUnreachable(FetchError):
+    """No connection to the proxy (its origin was never asked): retried like ``connect``."""
+
+    kind = "proxy_unreachable"
+
+
+class ProxyAuthFailed(FetchError):
+    """The proxy wants (other) credentials: a 407, never archived as the origin's answer; not retried."""
+
+    kind = "proxy_auth"
+
+
+class ProxyRefused(FetchError):
+    """The proxy would not open a CONNECT tunnel (its status in the detail); retried like ``connect``."""
+
+    kind = "proxy_refused"
 
 
 class StoreError(WebgatherError):

@@ -41,7 +41,7 @@ async def test_continuous_crawl_then_one_more_cycle(tmp_path: Path) -> None:
         assert code == 0, stderr
         assert "cycle 3 (optimal, budget 3): done" in stdout and "fetches 3:" in stdout
         code, _, stderr = await _run("recrawl", str(tmp_path / "missing"), "--config", str(config_file))
-        assert code == 2 and "seeds" in stderr
+        assert code == 2 and "does not exist" in stderr and "seeds" not in stderr
     state = UrlState.open(state_path(out))
     try:
         last = state.last_cycle()

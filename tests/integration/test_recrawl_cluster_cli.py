@@ -80,6 +80,7 @@ async def test_flags_that_would_be_ignored_are_refused(tmp_path: Path) -> None:
                                  "--max-pages", "3")
     assert code == 2 and "--max-pages does not apply to --continuous" in stderr
     (tmp_path / "one").mkdir()
+    (tmp_path / "one" / "seeds.txt").write_text("http://h0000.web.test/\n")  # a one-node crawl's (an empty DIR holds none)
     code, _, stderr = await _run("recrawl", str(tmp_path / "one"), "--workers", "2")
     assert code == 2 and "one-node crawl" in stderr
 

@@ -8,7 +8,8 @@ through :func:`webgather.store.crawllog.read_crawl_log` into one
 is credited to its directory's name).
 
 :func:`write_report` writes ``report.json``, the PNGs and ``report.html``
-into an output directory and returns their paths.
+into an output directory and returns their paths (a plot with nothing to show is not
+drawn: ``report.json``'s ``plots_not_drawn`` and the HTML say why).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 
 from webgather.analysis.fetchlog import FetchTable, fetch_table
 from webgather.analysis.html import report_html
-from webgather.analysis.plots import all_plots
+from webgather.analysis.plots import all_plots, plot_notes
 from webgather.analysis.report import to_json
 from webgather.analysis.run import Analysis
 from webgather.errors import AnalysisError
@@ -60,17 +61,18 @@ def load_crawl(directory: Path) -> tuple[LinkGraph, FetchTable | None]:
 def write_report(analysis: Analysis, out_dir: Path, title: str) -> dict[str, Path]:
     """Write report.json, the PNG plots and report.html; name -> path."""
     out_dir = Path(out_dir)
-    plots = all_plots(analysis)
+    plots, notes = all_plots(analysis), plot_notes(analysis)
     written: dict[str, Path] = {}
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
         data = to_json(analysis)
         data["plots"] = sorted(plots)
+        data["plots_not_drawn"] = notes
         text = json.dumps(data, indent=1, allow_nan=False) + "\n"
         written["report.json"] = _write(out_dir / "report.json", text.encode("utf-8"))
         for name, png in plots.items():
             written[name] = _write(out_dir / name, png)
-        page = report_html(analysis, plots, title)
+        page = report_html(analysis, plots, title, notes)
         written["report.html"] = _write(out_dir / "report.html", page.encode("utf-8"))
     except OSError as exc:
         raise AnalysisError(f"cannot write the report to {out_dir}: {exc.strerror}") from exc

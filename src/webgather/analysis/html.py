@@ -122,13 +122,14 @@ def _load(analysis: Analysis) -> str:
     return summary + _table(("node", "fetches", "share (1 = fair)"), rows)
 
 
-def report_html(analysis: Analysis, plots: dict[str, bytes], title: str = "webgather analysis") -> str:
-    """The whole report as one HTML document with the PNGs inlined."""
+def report_html(analysis: Analysis, plots: dict[str, bytes], title: str = "webgather analysis",
+                notes: dict[str, str] | None = None) -> str:
+    """The whole report as one HTML document with the PNGs inlined (``notes``: plots not drawn, and why)."""
     images = "".join(
         f'<h3>{html.escape(name)}</h3><img alt="{html.escape(name)}" '
         f'src="data:image/png;base64,{base64.b64encode(data).decode("ascii")}">'
         for name, data in plots.items()
-    )
+    ) + "".join(f"<p>{html.escape(name)}: {html.escape(note)}</p>" for name, note in (notes or {}).items())
     sections = [
         ("Totals", _totals(analysis)), ("Degrees", _degrees(analysis)),
         ("Structure", _structure(analysis)), ("Ranking", _ranks(analysis)),

@@ -40,6 +40,7 @@ def register(sub: Any) -> None:
 
 def _main(args: argparse.Namespace) -> int:
     from webgather.analysis import AnalysisOptions, analyze, load_crawl, summary_text, write_report
+    from webgather.analysis.plots import plot_notes
     from webgather.clock import SystemClock
 
     if args.interval_s is not None and not args.interval_s > 0:
@@ -59,4 +60,6 @@ def _main(args: argparse.Namespace) -> int:
     written = write_report(analysis, out, title)
     print(summary_text(analysis, title), end="")
     print("report: " + ", ".join(str(p) for p in written.values()))
+    for name, note in plot_notes(analysis).items():
+        print(f"{name} {note}")
     return 0

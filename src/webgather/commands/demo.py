@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from webgather.commands.crawl import print_summary, run_main_job
+from webgather.config import FetchConfig
 from webgather.errors import ConfigError
 from webgather.logs import add_log_options
 from webgather.clock import SystemClock
@@ -26,23 +28,25 @@ from webgather.testweb.closure import NOT_FETCHED, crawl_outcomes
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import WebParams, crawl_config_for
 
-__all__ = ["register"]
+__all__ = ["command_name", "register"]
 
 SERVER_START_S = 60.0
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("demo", help="serve the synthetic web on loopback, crawl it, check the result")
-    parser.add_argument("--hosts", type=int, default=20)
-    parser.add_argument("--pages-per-host", type=float, default=50.0)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--hosts", type=int, default=20, help="hosts of the synthetic web")
+    parser.add_argument("--pages-per-host", type=float, default=50.0, help="mean content pages per host")
+    parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic web")
+    parser.add_argument("--concurrency", type=int, default=FetchConfig().concurrency, help="requests in flight")
     parser.add_argument("--out", default="demo-out", help="directory for the crawl (a fresh run each time)")
     add_log_options(parser)
     parser.set_defaults(func=_main)
 
 
 def _main(args: argparse.Namespace) -> int:
+    if min(args.hosts, args.pages_per_host, args.concurrency) < 1:
+        raise ConfigError("demo: --hosts, --pages-per-host and --concurrency must be >= 1")
     out = Path(args.out)
     _clear_previous_demo(out)
     params = WebParams.for_tests(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host)
@@ -107,5 +111,25 @@ def _compare(model: WebModel, seed: str, config: Any, crawl_dir: Path) -> int:
     missing, extra = expected.fetched - fetched, fetched - expected.fetched
     verdict = "exact match" if not missing and not extra else f"{len(missing)} missing, {len(extra)} extra"
     print(f"closure check: fetched {len(fetched)} URLs; the web's closure from the seed has {len(expected.fetched)}: {verdict}")
-    print(f"next: webgather analyze {crawl_dir}")
+    program = command_name(sys.argv[0], sys.executable, Path.cwd(), shutil.which(Path(sys.argv[0]).name))
+    print(f"next: {program} analyze {shlex.quote(str(crawl_dir))}")
     return 0 if not missing and not extra else 1
+
+
+def command_name(argv0: str, executable: str, cwd: Path, on_path: str | None) -> str:
+    """The command that runs webgather the way this process was started, for the user to type next.
+
+    ``python -m webgather`` (argv0 is the package's ``__main__.py``): that interpreter with ``-m``;
+    a console script that ``PATH`` finds (``on_path``): its bare name; else its path, relative to
+    ``cwd`` when below it (``.venv/bin/webgather``)."""
+    if Path(argv0).name == "__main__.py":
+        return f"{_shorter(executable, cwd)} -m webgather"
+    if on_path is not None and Path(on_path).resolve() == (cwd / argv0).resolve():
+        return Path(argv0).name
+    return _shorter(argv0, cwd)
+
+
+def _shorter(path: str, cwd: Path) -> str:
+    full = cwd / path  # an absolute path stays itself
+    text = str(full.relative_to(cwd)) if full.is_relative_to(cwd) else str(full)
+    return shlex.quote(text if "/" in text else f"./{text}")  # a bare name would be looked up on PATH

@@ -50,6 +50,9 @@ def register(sub: Any) -> None:
     add("--pin-cpu", default=None, help='keep this node on one CPU: "auto" (default), "off", or a CPU index')
     add("--once", action="store_true", help="in a continuous re-crawl: end when the current cycle ends")
     add("--source-address", default=None, help="local IP address this node's connections come from")
+    add("--proxy", default=None, metavar="URL",
+        help='this node\'s HTTP proxy, over the crawl\'s (http://[user:password@]host:port or "direct"; '
+             "default: the crawl's, else HTTP_PROXY/HTTPS_PROXY/NO_PROXY)")
     add_metrics_option(parser)
     add_log_options(parser)
     parser.set_defaults(func=_main)
@@ -111,7 +114,8 @@ async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
             out = Path(args.out)
             config, found = await join_crawl(backend, n_buckets=args.buckets, out_dir=str(out), progress=False,
                                              **{"fetch.concurrency": args.concurrency, "pin_cpu": args.pin_cpu,
-                                                "fetch.source_address": args.source_address, "metrics": args.metrics})
+                                                "fetch.source_address": args.source_address, "metrics": args.metrics,
+                                                "fetch.proxy": args.proxy})
             summary = await run_cluster_node(backend, config, node_id=node_id, nodes_dir=out / "nodes",
                                              epoch=found.epoch, handle_signals=True)
             spec = await current_cycle(backend)

@@ -12,6 +12,7 @@ import argparse
 import re
 from typing import Any
 
+from webgather.commands.flag_settings import show_setting_defaults, with_flag
 from webgather.commands.redis_url import add_redis_file_option
 from webgather.config import CrawlConfig, load
 from webgather.config.listen import listen_address
@@ -20,7 +21,7 @@ from webgather.logs import add_log_options
 
 __all__ = [
     "add_cluster_options", "add_crawl_options", "add_metrics_option", "add_recrawl_options", "check_combinations",
-    "config_from_args", "parse_duration", "recrawl_cli",
+    "check_counts", "cli_settings", "config_from_args", "parse_duration", "recrawl_cli",
 ]
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
@@ -42,23 +43,24 @@ def add_cluster_options(parser: argparse.ArgumentParser) -> None:
     add("--redis", default=None, help="Redis URL of a cluster crawl, or @FILE holding it (default: WEBGATHER_REDIS_URL "
         "if --crawl is given, else with --workers an embedded one under --out)")
     add("--crawl", default=None, help="name of the cluster crawl in that Redis (other nodes join it by name)")
-    add("--buckets", type=int, default=None, help="M of the two-stage mapping (fixed per crawl; default 4096)")
+    add("--buckets", type=int, default=None, help="M of the two-stage mapping (fixed per crawl)")
     add("--partition-by", choices=["host", "ip", "gnp"], default=None,
         help="partition hosts over nodes by host, or by address (as first resolved; per-IP caps hold cluster-wide), "
              "or by GNP distance (a host goes to one of its K nearest nodes)")
     add("--gnp-landmark", action="append", default=None, metavar="URL",
         help="with --partition-by gnp: a small page every node httppings to place itself (repeat, at least 2)")
-    add("--gnp-k", type=int, default=None, help="with --partition-by gnp: one of the K nearest nodes (default 3)")
+    add("--gnp-k", type=int, default=None, help="with --partition-by gnp: one of the K nearest nodes")
     add("--node-id", default=None, help="with --redis and no --workers: this node's id")
     add("--shared-store", default=None, metavar="URL",
         help="file:///path or s3://bucket/prefix: closed WARCs and bucket checkpoints go there, so that a "
              "lost node and its disk lose nothing (part of the crawl's definition: nodes need not repeat it)")
     add_redis_file_option(parser)
+    show_setting_defaults(parser)
 
 
 def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
-    add("--out", default=None, help="output directory (WARC, logs, state); default crawl-out")
+    add("--out", default=None, help="output directory (WARC, logs, state)")
     add("--config", default=None, help="TOML config file")
     add("--resolve", default=None, help='static "host address" map: resolve once, keep in a file')
     add("--max-pages", type=int, default=None, help="stop after this many pages")
@@ -74,19 +76,26 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--user-agent", default=None, help="User-Agent with a contact URL")
     add("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt (only for servers you own)")
     add("--no-progress", action="store_true", help="no live progress display")
-    add("--pin-cpu", default=None, help='keep the node on one CPU: "auto" (default), "off", or a CPU index')
+    add("--pin-cpu", default=None, help='keep the node on one CPU: "auto", "off", or a CPU index')
     add("--allow-address", action="append", default=None, metavar="CIDR",
         help="connect to this private network even so (repeatable; e.g. 127.0.0.0/8 for a testweb on loopback)")
     add("--source-address", default=None, help="local IP address this node's connections come from")
+    add("--proxy", default=None, metavar="URL",
+        help='HTTP proxy http://[user:password@]host:port, or "direct"; unset: [fetch] proxy, else '
+             "HTTP_PROXY/HTTPS_PROXY/NO_PROXY; credentials are safer in WEBGATHER_FETCH__PROXY than in argv")
+    add("--proxy-rule", action="append", default=None, metavar="'PATTERN PROXY'",
+        help='hosts matching the glob PATTERN go through PROXY (a URL or "direct"); first match wins, '
+             "before --proxy (repeatable)")
     add_metrics_option(parser)
     add_log_options(parser)
+    show_setting_defaults(parser)
 
 
 def add_metrics_option(parser: argparse.ArgumentParser) -> None:
     """``--metrics ADDR:PORT``: the node's Prometheus endpoint (``metrics`` in the config)."""
     parser.add_argument("--metrics", type=_listen, default=None, metavar="ADDR:PORT",
                         help="serve Prometheus metrics at http://ADDR:PORT/metrics (a bare PORT: 127.0.0.1; "
-                        "0: a free port, logged at INFO); with --workers N, worker K on PORT+K (default: off)")
+                        "0: a free port, logged at INFO); with --workers N, worker K on PORT+K")
 
 
 def _listen(text: str) -> str:
@@ -107,6 +116,7 @@ def add_recrawl_options(parser: argparse.ArgumentParser, *, continuous: bool = F
     add("--new-share", type=float, default=None, help="share of the budget kept for never-seen URLs")
     add("--no-conditional", action="store_true", help="no If-None-Match / If-Modified-Since")
     add("--no-dedup", action="store_true", help="store unchanged payloads again instead of revisit records")
+    show_setting_defaults(parser)
 
 
 def recrawl_cli(args: argparse.Namespace) -> dict[str, Any]:
@@ -122,6 +132,16 @@ def recrawl_cli(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def config_from_args(args: argparse.Namespace) -> CrawlConfig:
+    """The config of ``--config``, ``WEBGATHER_*`` and the flags; an error names the flag that set a bad value."""
+    cli = cli_settings(args)
+    try:
+        return load(args.config, None, cli)
+    except ConfigError as exc:
+        raise ConfigError(with_flag(str(exc), cli)) from None
+
+
+def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as flags (dotted name -> value; None: not given)."""
     cli: dict[str, Any] = {
         "out_dir": args.out,
         "fetch.resolve_file": args.resolve,
@@ -142,6 +162,8 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
         "fetch.allow_addresses": tuple(args.allow_address) if args.allow_address else None,
         "fetch.source_address": args.source_address,
         "metrics": getattr(args, "metrics", None),
+        "fetch.proxy": getattr(args, "proxy", None),
+        "fetch.proxy_rules": tuple(args.proxy_rule) if getattr(args, "proxy_rule", None) else None,
     }
     cli.update(recrawl_cli(args))
     cli["cluster.n_buckets"] = getattr(args, "buckets", None)
@@ -150,7 +172,7 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
     cli["cluster.gnp_landmarks"] = tuple(landmarks) if landmarks else None
     cli["cluster.gnp_k"] = getattr(args, "gnp_k", None)
     cli["cluster.shared_store"] = getattr(args, "shared_store", None)
-    return load(args.config, None, cli)
+    return cli
 
 
 _RECRAWL_FLAGS = (("cycle", "--cycle"), ("policy", "--policy"), ("budget", "--budget"), ("new_share", "--new-share"),
@@ -159,6 +181,7 @@ _RECRAWL_FLAGS = (("cycle", "--cycle"), ("policy", "--policy"), ("budget", "--bu
 
 def check_combinations(args: argparse.Namespace) -> None:
     """One-line errors for options that would otherwise be silently ignored."""
+    check_counts(args)
     given = [flag for name, flag in _RECRAWL_FLAGS if getattr(args, name, None) not in (None, False)]
     if given and not getattr(args, "continuous", False):
         raise ConfigError(f"{', '.join(given)} only apply to re-crawl cycles: add --continuous "
@@ -174,3 +197,14 @@ def check_combinations(args: argparse.Namespace) -> None:
                           "webgather node --source-address ADDRESS")
     if getattr(args, "shared_store", None) and not (getattr(args, "workers", None) or getattr(args, "redis", None)):
         raise ConfigError("--shared-store applies to a cluster crawl: add --workers N or --redis URL --crawl NAME")
+
+
+_COUNT_FLAGS = (("workers", "--workers"), ("max_cycles", "--max-cycles"))
+
+
+def check_counts(args: argparse.Namespace) -> None:
+    """Counts that are not settings but must be >= 1: ``--workers 0`` would otherwise quietly mean one node."""
+    for name, flag in _COUNT_FLAGS:
+        value = getattr(args, name, None)
+        if value is not None and value < 1:
+            raise ConfigError(f"{flag} must be at least 1, not {value}")

@@ -19,13 +19,16 @@ import re
 from pathlib import Path
 from typing import Any
 
-from webgather.commands.options import add_crawl_options, add_recrawl_options, config_from_args
+from webgather.commands.options import add_crawl_options, add_recrawl_options, check_counts, config_from_args
 from webgather.commands.report import print_cycle
 from webgather.config import CrawlConfig
 from webgather.errors import ConfigError
 from webgather.store.outdir import prepare_out_dir
 
 __all__ = ["register", "run_continuous_main"]
+
+_CRAWL_MARKS = ("seeds.txt", "state", "nodes")
+"""What a crawl leaves in its directory: a one-node crawl's seeds and state, a cluster crawl's nodes."""
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("recrawl", help="run one more re-crawl cycle over the crawl in DIR")
@@ -53,8 +56,10 @@ def _main(args: argparse.Namespace) -> int:
 
     if args.out is not None and args.out != args.dir:
         raise ConfigError("recrawl: give the crawl directory as DIR, not --out")
+    check_counts(args)
     resolve_redis_url(args, use_env=args.crawl is not None)
-    prepare_out_dir(args.dir, create=False)  # a missing DIR is the cycle's own error ("no crawl in DIR")
+    prepare_out_dir(args.dir, create=False)  # an existing file or an unwritable DIR: that error first
+    _check_crawl_dir(Path(args.dir))
     args.out = args.dir
     config = config_from_args(args)
     if (Path(args.dir) / "nodes").is_dir() or args.workers or args.redis:
@@ -62,6 +67,15 @@ def _main(args: argparse.Namespace) -> int:
     summary = uvloop.run(run_cycle(config))
     print_cycle(summary)
     return 0 if summary["recrawl"]["cycle_done"] else 1
+
+
+def _check_crawl_dir(out: Path) -> None:
+    """DIR must hold an earlier crawl: else the cycle would start one from no seeds and say so instead."""
+    if not out.exists():
+        raise ConfigError(f"recrawl: {out} does not exist: give the directory of an earlier crawl (its --out)")
+    if out.is_dir() and not any((out / name).exists() for name in _CRAWL_MARKS):
+        raise ConfigError(f"recrawl: {out} holds no crawl (no {', '.join(_CRAWL_MARKS)}): give the directory "
+                          "of an earlier crawl (its --out)")
 
 
 def _cluster_main(args: argparse.Namespace, config: CrawlConfig) -> int:

@@ -74,6 +74,8 @@ def _params(args: argparse.Namespace, port: int) -> WebParams:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    if args.cache_mib < 0:
+        raise ConfigError(f"--cache-mib must be >= 0, not {args.cache_mib}")
     model = WebModel(_params(args, args.port or 80))
     try:
         import uvloop

@@ -26,6 +26,7 @@ from webgather.config.sections import (
     DEFAULT_USER_AGENT, ClusterConfig, CrawlConfig, FetchConfig, FrontierConfig, ParseConfig, PolitenessConfig,
     RecrawlConfig, RobotsConfig, ScopeConfig, StoreConfig,
 )
+from webgather.config.sections import ProxyRule
 from webgather.errors import ConfigError
 
 __all__ = [
@@ -38,10 +39,12 @@ __all__ = [
     "FrontierConfig",
     "ParseConfig",
     "PolitenessConfig",
+    "ProxyRule",
     "RecrawlConfig",
     "RobotsConfig",
     "ScopeConfig",
     "StoreConfig",
+    "layers",
     "load",
     "to_toml",
 ]
@@ -62,17 +65,31 @@ def load(
     ``cli`` maps dotted names (``"fetch.concurrency"``) or top-level names to
     values; ``None`` values mean "not given" and are skipped.
     """
-    layers: list[dict[str, Any]] = []
-    if file is not None:
-        layers.append(_flatten(_read_toml(Path(file))))
-    layers.append(_from_env(os.environ if env is None else env))
-    layers.append({k: v for k, v in (cli or {}).items() if v is not None})
     merged: dict[str, Any] = {}
-    for layer in layers:
+    for _source, layer in layers(file, env, cli):
         merged.update(layer)
     config: CrawlConfig = _build(CrawlConfig, merged, "")
-    validate(config)
+    validate(config, _allowed_cpus())
     return config
+
+
+def _allowed_cpus() -> int | None:
+    """CPUs this process may run on (``pin_cpu`` indexes them), None where the OS does not say."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
+
+def layers(
+    file: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cli: Mapping[str, Any] | None = None,
+) -> list[tuple[str, dict[str, Any]]]:
+    """The layers above the defaults, lowest first, as (source of :data:`PRECEDENCE`, dotted name -> raw value)."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    if file is not None:
+        found.append(("file", _flatten(_read_toml(Path(file)))))
+    found.append(("env", _from_env(os.environ if env is None else env)))
+    found.append(("cli", {k: v for k, v in (cli or {}).items() if v is not None}))
+    return found
 
 
 def to_toml(config: CrawlConfig) -> str:
@@ -97,8 +114,16 @@ def _toml_line(name: str, value: Any) -> str:
     if isinstance(value, (int, float)):
         return f"{name} = {value!r}\n"
     if isinstance(value, tuple):
-        return f"{name} = [{', '.join(_toml_string(str(v)) for v in value)}]\n"
+        return f"{name} = [{', '.join(_toml_item(v) for v in value)}]\n"
     return f"{name} = {_toml_string(str(value))}\n"
+
+
+def _toml_item(value: Any) -> str:
+    """A list item: a string, or an inline table for a record (``{pattern = "...", proxy = "..."}``)."""
+    if dataclasses.is_dataclass(value):
+        pairs = (f"{f.name} = {_toml_string(str(getattr(value, f.name)))}" for f in dataclasses.fields(value))
+        return "{" + ", ".join(pairs) + "}"
+    return _toml_string(str(value))
 
 
 def _toml_string(text: str) -> str:
@@ -181,8 +206,26 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
         return value
     if origin is tuple:
         items = value.split(",") if isinstance(value, str) else list(value)
+        if args and dataclasses.is_dataclass(args[0]):
+            return tuple(_record(name, args[0], item) for item in items if not isinstance(item, str) or item.strip())
         return tuple(str(i).strip() for i in items if str(i).strip())
     return _coerce_scalar(name, value, hint)
+
+
+def _record(name: str, cls: Any, item: Any) -> Any:
+    """A list item of records: a table (TOML, a stored definition) or "VALUE VALUE" by field order."""
+    names = [f.name for f in dataclasses.fields(cls)]
+    if isinstance(item, Mapping):
+        fields = {str(k).replace("-", "_"): v for k, v in item.items()}
+    elif isinstance(item, str) and len(item.split()) == len(names):
+        fields = dict(zip(names, item.split(), strict=True))
+    elif isinstance(item, cls):
+        return item
+    else:
+        raise ConfigError(f"{name}: {item!r} is not {{{', '.join(names)}}} nor \"{' '.join(n.upper() for n in names)}\"")
+    if sorted(fields) != sorted(names) or not all(isinstance(v, str) for v in fields.values()):
+        raise ConfigError(f"{name}: {item!r} must give exactly {', '.join(names)} (as strings)")
+    return cls(**fields)
 
 
 def _coerce_scalar(name: str, value: Any, hint: Any) -> Any:

@@ -5,15 +5,19 @@ from __future__ import annotations
 import ipaddress
 
 from webgather.config.listen import listen_address
-from webgather.config.sections import CrawlConfig
+from webgather.config.proxyspec import host_glob, parse_proxy
+from webgather.config.sections import CrawlConfig, FetchConfig
 from webgather.errors import ConfigError
 
 __all__ = ["validate"]
 
 
-def validate(config: CrawlConfig) -> None:
-    """:class:`ConfigError` naming the first setting out of range."""
-    for ok, message in [*_crawl_checks(config), *_fetch_checks(config), *_cluster_checks(config)]:
+def validate(config: CrawlConfig, allowed_cpus: int | None = None) -> None:
+    """:class:`ConfigError` naming the first setting out of range.
+
+    ``allowed_cpus``: how many CPUs this process may run on (None: unknown), for ``pin_cpu``."""
+    for ok, message in [*_crawl_checks(config), *_fetch_checks(config), *_cluster_checks(config),
+                        *_range_checks(config), _pin_cpu_check(config.pin_cpu, allowed_cpus)]:
         if not ok:
             raise ConfigError(message)
 
@@ -42,6 +46,7 @@ def _crawl_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
 
 def _fetch_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
     """``[fetch]``."""
+    proxy_problem = _proxy_problem(config.fetch)
     return [
         (config.fetch.concurrency >= 1, "fetch.concurrency must be at least 1"),
         (config.fetch.max_body_bytes > 0, "fetch.max_body_bytes must be > 0"),
@@ -50,6 +55,7 @@ def _fetch_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
         (config.fetch.connect_timeout_s > 0 and config.fetch.total_timeout_s > 0, "timeouts must be > 0"),
         (_networks_ok(config.fetch.allow_addresses), "fetch.allow_addresses: each must be an address or CIDR network"),
         (_is_ip(config.fetch.source_address), "fetch.source_address must be an IP address literal"),
+        (not proxy_problem, proxy_problem),
     ]
 
 
@@ -77,6 +83,42 @@ def _cluster_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
     ]
 
 
+def _range_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
+    """Counts, sizes and durations the other lists leave open: a nonsense value fails here, not mid-crawl."""
+    p, f, s, fr, r = config.politeness, config.fetch, config.scope, config.frontier, config.recrawl
+    return [
+        (min(p.adaptive_delay_factor, p.max_delay_s, p.max_crawl_delay_s) >= 0,
+         "politeness.adaptive_delay_factor, max_delay_s and max_crawl_delay_s must be >= 0"),
+        (min(p.backoff_base_s, p.backoff_max_s, p.retry_after_max_s) >= 0,
+         "politeness.backoff_base_s, backoff_max_s and retry_after_max_s must be >= 0"),
+        (f.max_decoded_bytes > 0, "fetch.max_decoded_bytes must be > 0"),
+        (f.max_retries >= 0 and f.dns_ttl_s >= 0, "fetch.max_retries and dns_ttl_s must be >= 0"),
+        (s.max_pages_per_host is None or s.max_pages_per_host >= 1, "scope.max_pages_per_host must be >= 1"),
+        (s.max_url_length >= 1 and s.max_repeated_segments >= 1, "scope.max_url_length and max_repeated_segments must be >= 1"),
+        (config.robots.max_bytes > 0, "robots.max_bytes must be > 0"),
+        (min(fr.seen_memory_entries, fr.host_queue_memory, fr.queue_memory_items) >= 1 and fr.seen_cache_entries >= 0,
+         "frontier.seen_memory_entries, host_queue_memory and queue_memory_items must be >= 1, seen_cache_entries >= 0"),
+        (config.store.warc_max_bytes > 0, "store.warc_max_bytes must be > 0"),
+        (config.cluster.claim_idle_s > 0 and config.cluster.handoff_timeout_s > 0,
+         "cluster.claim_idle_s and handoff_timeout_s must be > 0"),
+        (r.cycle_s > 0 and r.max_interval_s > 0 and r.page_life_s > 0,
+         "recrawl.cycle_s, max_interval_s and page_life_s must be > 0"),
+        (r.budget_per_cycle is None or r.budget_per_cycle >= 1, "recrawl.budget_per_cycle must be >= 1"),
+        (0 <= r.new_url_share <= 1, "recrawl.new_url_share must be in 0..1"),
+        (r.dead_after_failures >= 1 and r.history_max >= 1, "recrawl.dead_after_failures and history_max must be >= 1"),
+        (0 <= r.near_dup_max_bits <= 64 and r.prior_weight >= 0,
+         "recrawl.near_dup_max_bits must be in 0..64, prior_weight >= 0"),
+    ]
+
+
+def _pin_cpu_check(pin_cpu: str, allowed_cpus: int | None) -> tuple[bool, str]:
+    """A CPU index past the CPUs this process may use is a typo or another machine's setting, not a wish."""
+    if allowed_cpus is None or not pin_cpu.isdigit() or int(pin_cpu) < allowed_cpus:
+        return True, ""
+    return False, (f"pin_cpu {pin_cpu}: this process may run on {allowed_cpus} CPU(s), "
+                   f"so give 0..{allowed_cpus - 1}, \"auto\" or \"off\"")
+
+
 def _networks_ok(cidrs: tuple[str, ...]) -> bool:
     try:
         for cidr in cidrs:
@@ -84,6 +126,19 @@ def _networks_ok(cidrs: tuple[str, ...]) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _proxy_problem(fetch: FetchConfig) -> str:
+    """What is wrong with ``fetch.proxy`` or a ``fetch.proxy_rules`` entry, or ""."""
+    try:
+        if fetch.proxy is not None:
+            parse_proxy(fetch.proxy, "fetch.proxy")
+        for number, rule in enumerate(fetch.proxy_rules, start=1):
+            host_glob(rule.pattern, f"fetch.proxy_rules[{number}].pattern")
+            parse_proxy(rule.proxy, f"fetch.proxy_rules[{number}].proxy")
+    except ConfigError as exc:
+        return str(exc)
+    return ""
 
 
 def _is_ip(value: str | None) -> bool:

@@ -13,6 +13,7 @@ __all__ = [
     "FrontierConfig",
     "ParseConfig",
     "PolitenessConfig",
+    "ProxyRule",
     "RecrawlConfig",
     "RobotsConfig",
     "ScopeConfig",
@@ -45,10 +46,22 @@ class PolitenessConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class ProxyRule:
+    """One entry of ``[fetch] proxy_rules``: hosts matching ``pattern`` go through ``proxy``."""
+
+    pattern: str
+    """A host glob (fnmatch's ``*``, ``?``, ``[...]``; case-insensitive; the host only, no port):
+    ``*.example.com`` matches its subdomains, not example.com itself; ``*`` matches every host."""
+    proxy: str
+    """``http://[user:password@]host:port``, or ``"direct"``: no proxy for these hosts."""
+
+
+@dataclass(frozen=True, slots=True)
 class FetchConfig:
     concurrency: int = 64
     """Requests in flight overall."""
     connect_timeout_s: float = 10.0
+    """TCP (and TLS) connection set-up; also the limit of one DNS lookup."""
     total_timeout_s: float = 30.0
     """Whole request, headers and body."""
     max_body_bytes: int = 10 * 1024 * 1024
@@ -56,12 +69,15 @@ class FetchConfig:
     max_decoded_bytes: int = 50 * 1024 * 1024
     """Decompressed bytes allowed, every content coding's output counted together; past this a body is a bomb."""
     max_redirects: int = 5
+    """Redirect hops followed from one URL; one more is recorded as redirect_loop."""
     max_retries: int = 2
     """Extra attempts for transient failures (timeouts, resets, 5xx, 429)."""
     user_agent: str = DEFAULT_USER_AGENT
     """Sent as User-Agent; its product token is matched against robots.txt groups."""
     parse_content_types: tuple[str, ...] = ("text/html", "application/xhtml+xml")
+    """Content types whose 2xx bodies are parsed for links (others are archived only)."""
     dns_ttl_s: float = 300.0
+    """A host's resolved address is reused this long (a failed lookup at most 30 s)."""
     resolve_file: str | None = None
     """Static ``host address`` map: resolve once, keep in a file (repeatable runs)."""
     max_idle_connections: int = 1024
@@ -76,6 +92,20 @@ class FetchConfig:
     """Networks (CIDR, or one address) exempt from deny_private_addresses, e.g. "127.0.0.0/8"."""
     source_address: str | None = None
     """Local IP address that outgoing connections bind to (a node's own address; per node, not per crawl)."""
+    proxy: str | None = None
+    """HTTP proxy: "http://[user:password@]host:port" (credentials sent as Basic Proxy-Authorization), or
+    "direct" (none, the environment's ignored too). Per URL, first match wins: a proxy_rules entry; else this
+    setting (file < WEBGATHER_FETCH__PROXY < --proxy); else, only when neither this nor proxy_rules is set,
+    the environment: http_proxy/HTTP_PROXY for http URLs, https_proxy/HTTPS_PROXY for https ones (lower-case
+    first), unless no_proxy/NO_PROXY names the host; else direct. http URLs go to the proxy in absolute
+    form, https ones through a CONNECT tunnel with TLS to the origin. The origin's address is still
+    resolved here and judged by deny_private_addresses; the proxy's own address is exempt from it (the
+    operator named it, a page cannot). Give credentials in WEBGATHER_FETCH__PROXY or a config file, not
+    --proxy: every local user can read a process's argv."""
+    proxy_rules: tuple[ProxyRule, ...] = ()
+    """Per-host proxies, first matching pattern wins, before ``proxy``: in TOML
+    ``[{pattern = "*.example.com", proxy = "http://127.0.0.1:3128"}, {pattern = "intranet.test", proxy = "direct"}]``;
+    in WEBGATHER_FETCH__PROXY_RULES or --proxy-rule, "PATTERN PROXY" (comma-separated in the variable)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +117,9 @@ class ScopeConfig:
     max_depth: int | None = None
     """Link hops from a seed; redirects do not count as hops."""
     max_pages_per_host: int | None = None
+    """Pages fetched from one host at most (None: no limit)."""
     max_url_length: int = 2048
+    """Longer URLs are not followed."""
     max_repeated_segments: int = 3
     """A URL whose path repeats one segment more than this is a trap and skipped."""
 
@@ -95,6 +127,7 @@ class ScopeConfig:
 @dataclass(frozen=True, slots=True)
 class RobotsConfig:
     obey: bool = True
+    """Fetch robots.txt and obey it (turn off only for servers you own: ``--ignore-robots``)."""
     ttl_s: float = 86400.0
     """Rules are obeyed this long, then robots.txt is fetched again before the host's next page."""
     error_retry_s: float = 30.0
@@ -118,6 +151,7 @@ class FrontierConfig:
     seen_cache_entries: int = 50_000
     """Entries in the cache in front of the seen-set."""
     seen_cache_policy: Literal["lru", "clock", "random", "static"] = "clock"
+    """Replacement policy of the cache in front of the seen-set."""
     host_queue_memory: int = 1000
     """URLs per host held in memory; the rest wait on disk."""
     queue_memory_items: int = 1_000_000
@@ -129,7 +163,9 @@ class StoreConfig:
     warc_max_bytes: int = 1024 * 1024 * 1024
     """Rotate to a new WARC file past this size."""
     warc_gzip: bool = True
+    """Compress WARC files (one gzip member per record, .warc.gz)."""
     write_link_log: bool = True
+    """Keep the link log (links.bin) that ``webgather analyze`` reads."""
     revisit_request_records: bool = False
     """Write the request record beside a revisit record too. Off by default: a revisit says
     "unchanged", and its request (which replay never needs) would cost as much as the revisit."""
@@ -151,6 +187,7 @@ class ClusterConfig:
     sent_cache_entries: int = 50_000
     """Sender-side cache of recently sent URL fingerprints (0: no cache)."""
     sent_cache_policy: Literal["lru", "clock"] = "clock"
+    """Replacement policy of the sender-side cache."""
     heartbeat_s: float = 0.5
     """How often a node publishes its heartbeat and looks at the bucket table."""
     member_ttl_s: float = 5.0
@@ -237,15 +274,18 @@ class ParseConfig:
 @dataclass(frozen=True, slots=True)
 class CrawlConfig:
     out_dir: str = "crawl-out"
+    """Output directory: WARC files, logs, summary and the state a resumed crawl continues from."""
     seeds: tuple[str, ...] = ()
+    """Seed URLs (the command line's SEED arguments; a resumed crawl also reads DIR/seeds.txt)."""
     max_pages: int | None = None
     """Pages the crawl fetches in all, over all its runs (a resume continues the count), on one node and
     in a cluster alike (crawl-wide page permits: :mod:`webgather.runtime.cluster_permits`). A one-node
     run killed -9 wrote no summary: its pages are not counted against the limit."""
     progress: bool = True
+    """A live progress display on a terminal."""
     pin_cpu: str = "auto"
     """Keep the node's threads on one CPU: "auto" (the one it starts on), "off", or N (the
-    N-th allowed CPU, modulo their count); see :mod:`webgather.runtime.affinity`."""
+    N-th CPU this process may run on; refused if there are not that many); see :mod:`webgather.runtime.affinity`."""
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
     fetch: FetchConfig = field(default_factory=FetchConfig)
     scope: ScopeConfig = field(default_factory=ScopeConfig)

@@ -16,6 +16,15 @@ ranges), plus multicast, reserved and unspecified, and IPv6 forms that carry
 such an IPv4 address (IPv4-mapped ``::ffff:a.b.c.d``, 6to4 ``2002::/16``).
 ``allow`` lists networks exempt from that rule: ``127.0.0.0/8`` for the
 synthetic web, or an intranet one means to crawl.
+
+Through an HTTP proxy (``fetch.proxy``) the origin's name is still resolved
+here and its address judged before anything is sent, though the proxy makes
+the connection: what a page names must not become the proxy's request to the
+machine's own services either. (The proxy resolves the name again; a name
+whose answer differs there is the proxy's ACLs' business.) The proxy's own
+address is not judged (:meth:`Resolver.resolve_trusted`): the operator named
+it, a page cannot, and exempting its network in ``allow`` would open that
+network to every page's links.
 """
 
 from __future__ import annotations

@@ -7,7 +7,9 @@ open few files) or a new one (``connect_timeout_s``; TLS with SNI for https),
 one write, and one timer for ``total_timeout_s`` that fails the response
 wherever it is. The connection writes the response into the :class:`Draft`
 as it arrives. The request goes out byte for byte as ``Draft.request_headers``
-records it, so the WARC request record is what was sent.
+records it, so the WARC request record is what was sent (through a proxy,
+:mod:`webgather.fetch.h1_proxy`: what was sent to the origin; the absolute
+request target and ``Proxy-Authorization`` are the proxy's alone).
 
 A kept-alive connection the server closed as we wrote (its idle timeout ran
 out while our request was on the way) fails with no response byte: the
@@ -32,12 +34,14 @@ import logging
 import resource
 import ssl
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from webgather.config import FetchConfig
+from webgather.config.proxyspec import Proxy
 from webgather.errors import ConnectFailed, ConnectionReset, FetchTimeout
 from webgather.fetch import h1
 from webgather.fetch.h1_conn import Connection, Pool, PoolKey
+from webgather.fetch.h1_proxy import Route, open_tunnel, proxy_errors, route
 from webgather.fetch.model import Headers
 from webgather.fetch.request import Draft, WireTarget
 from webgather.fetch.resolver import Resolver
@@ -61,14 +65,14 @@ class NativeTransport:
     async def close(self) -> None:
         self._pool.close_all()
 
-    async def exchange(self, target: WireTarget, extra: Headers, draft: Draft) -> None:
+    async def exchange(self, target: WireTarget, extra: Headers, draft: Draft, proxy: Proxy | None = None) -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._config.total_timeout_s
         async with self._slots:
-            draft.peer_ip = await self._resolver.resolve(target.host)
-            key = (target.scheme, target.host, target.port, draft.peer_ip)
-            request = h1.request_bytes(target.path, draft.request_headers)
-            kept = self._pool.take(key, loop.time())
+            draft.peer_ip = await self._resolver.resolve(target.host)  # the origin's, through the guard, proxy or not
+            way = await route(target, draft.peer_ip, proxy, self._resolver)
+            request = h1.request_bytes(way.request_target, (*draft.request_headers, *way.proxy_headers))
+            kept = self._pool.take(way.key, loop.time())
             if kept is not None:
                 try:
                     await self._send(kept, request, draft, deadline)
@@ -76,8 +80,8 @@ class NativeTransport:
                 except ConnectionReset:
                     if kept.received:  # the server answered something: that is its answer
                         raise
-                    _log.debug("stale keep-alive connection to %s:%d: sending again on a new one", key[1], key[2])
-            await self._send(await self._connect(key, target, deadline), request, draft, deadline)
+                    _log.debug("stale keep-alive connection to %s:%d: sending again on a new one", target.host, target.port)
+            await self._send(await self._connect(way, target, deadline), request, draft, deadline)
 
     async def _send(self, conn: Connection, request: bytes, draft: Draft, deadline: float) -> None:
         loop = asyncio.get_running_loop()
@@ -89,22 +93,37 @@ class NativeTransport:
             timer.cancel()
             self._pool.give_back(conn, loop.time())
 
-    async def _connect(self, key: PoolKey, target: WireTarget, deadline: float) -> Connection:
+    async def _connect(self, way: Route, target: WireTarget, deadline: float) -> Connection:
         loop = asyncio.get_running_loop()
         limit_s = max(0.0, min(self._config.connect_timeout_s, deadline - loop.time()))
         tls = self._tls_context() if target.scheme == "https" else None
+        key, proxy = way.key, way.proxy
         self._pool.busy += 1
         try:
             with _connect_errors(limit_s):
-                async with asyncio.timeout(limit_s):
-                    _, conn = await loop.create_connection(
-                        lambda: Connection(key, self._config.max_body_bytes), key[3], key[2],
-                        ssl=tls, server_hostname=target.host if tls is not None else None,
-                        local_addr=_local_addr(self._config),
-                    )  # fmt: skip
+                if way.tunnel and proxy is not None and tls is not None:
+                    conn = await open_tunnel(key, proxy, target, tls, lambda: Connection(key, self._config.max_body_bytes),
+                                             limit_s, _local_addr(self._config))
+                else:
+                    conn = await self._open(key, target, tls, limit_s, proxy)
         except BaseException:
             self._pool.busy -= 1
             raise
+        if proxy is not None:
+            conn.peer_ip = None  # the proxy's address: WARC-IP-Address stays the origin's, as resolved here
+        return conn
+
+    async def _open(self, key: PoolKey, target: WireTarget, tls: ssl.SSLContext | None, limit_s: float,
+                    proxy: Proxy | None) -> Connection:
+        """A TCP (and TLS) connection to the origin, or to the proxy for an http URL."""
+        loop = asyncio.get_running_loop()
+        with proxy_errors(proxy) if proxy is not None else nullcontext():
+            async with asyncio.timeout(limit_s):
+                _, conn = await loop.create_connection(
+                    lambda: Connection(key, self._config.max_body_bytes), key[3], proxy.port if proxy else key[2],
+                    ssl=tls, server_hostname=target.host if tls is not None else None,
+                    local_addr=_local_addr(self._config),
+                )  # fmt: skip
         return conn
 
     def _tls_context(self) -> ssl.SSLContext:

@@ -26,8 +26,9 @@ from webgather.fetch import h1
 
 __all__ = ["Connection", "Pool", "PoolKey", "Sink"]
 
-PoolKey = tuple[str, str, int, str]
-"""(scheme, host, port, address): a connection serves one origin at one address."""
+PoolKey = tuple[str, str, int, str, str]
+"""(scheme, host, port, address, via): a connection serves one origin at one address; through a proxy
+(``via`` names it) the address is the proxy's."""
 
 
 class Sink(Protocol):

@@ -18,6 +18,12 @@ How the pieces meet:
   (politeness is the frontier's job), keep-alive on, no cookies, redirects not
   followed, nothing re-sent behind the retry policy (except, by the native
   transport, a GET that met a stale kept-alive connection: RFC 9112 9.3.1).
+* Proxies (:mod:`webgather.fetch.proxy` picks one per URL, or none): http
+  URLs go to the proxy in absolute form, https ones through a CONNECT tunnel
+  with TLS to the origin; the origin's name is still resolved and judged by
+  the guard first, the proxy's is exempt. ``request_headers`` stay the
+  origin request's (no ``Proxy-Authorization``); a proxy's 407 is the
+  failure ``proxy_auth``, never a response.
 * ``raw_body`` is the body as sent (chunked framing removed), which the WARC
   stores; :func:`webgather.fetch.decode.decode_body` makes ``body`` under
   ``max_decoded_bytes`` (one budget for all the codings, at most three of
@@ -32,14 +38,17 @@ Called by the node's fetch workers (``runtime``), also for robots.txt.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Protocol
 
 from webgather.config import FetchConfig
+from webgather.config.proxyspec import Proxy
 from webgather.errors import ConnectFailed, FetchError
 from webgather.fetch.decode import ACCEPT_ENCODING, Deadline, content_encoding, decode_body
 from webgather.fetch.model import FetchResult, Headers
+from webgather.fetch.proxy import ProxyRouter, check_answer
 from webgather.fetch.request import Draft, WireTarget, as_sent, extra_headers, wire_target
 from webgather.fetch.resolver import Resolver
 from webgather.clock import Clock
@@ -50,7 +59,7 @@ ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
 
 
 class _Transport(Protocol):
-    async def exchange(self, target: WireTarget, extra: Headers, draft: Draft) -> None: ...
+    async def exchange(self, target: WireTarget, extra: Headers, draft: Draft, proxy: Proxy | None = None) -> None: ...
 
     async def close(self) -> None: ...
 
@@ -58,8 +67,11 @@ class _Transport(Protocol):
 class HttpClient:
     """GET one URL at a time, many at once; see the module docstring. Use ``async with``."""
 
-    def __init__(self, config: FetchConfig, resolver: Resolver, clock: Clock, *, verify_tls: bool = True) -> None:
+    def __init__(self, config: FetchConfig, resolver: Resolver, clock: Clock, *, verify_tls: bool = True,
+                 env: Mapping[str, str] | None = None) -> None:
+        """``env`` (default ``os.environ``) is read for HTTP_PROXY and the like when the config names no proxy."""
         self._config = config
+        self._router = ProxyRouter.from_config(config, os.environ if env is None else env)
         self._resolver = resolver
         self._clock = clock
         self._verify_tls = verify_tls
@@ -102,7 +114,11 @@ class HttpClient:
             draft.url = target.url
             extra = extra_headers(headers)
             draft.request_headers = as_sent(target, self._base_headers, extra)
-            await self._open().exchange(target, extra, draft)
+            proxy = self._router.route(target)
+            await self._open().exchange(target, extra, draft, proxy)
+            if proxy is not None and target.scheme == "http" and draft.status == 407:  # the proxy's, not archived
+                draft.forget_response()
+                check_answer(407, "Proxy Authentication Required", proxy)
             # the decode's CPU counts against total_timeout_s like the wait for the bytes did
             deadline = Deadline(self._clock.monotonic, start + self._config.total_timeout_s, self._config.total_timeout_s)
             encoding = content_encoding(draft.response_headers)
@@ -118,7 +134,8 @@ class HttpClient:
             if self._config.http_client == "aiohttp":
                 from webgather.fetch.via_aiohttp import AiohttpTransport  # aiohttp only when chosen
 
-                self._transport = AiohttpTransport(self._config, self._resolver, self._base_headers, self._verify_tls)
+                self._transport = AiohttpTransport(self._config, self._resolver, self._base_headers, self._verify_tls,
+                                                   self._router.proxies)
             else:
                 from webgather.fetch.h1_client import NativeTransport
 

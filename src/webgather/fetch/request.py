@@ -123,6 +123,11 @@ class Draft:
         self.chunks = [raw] if raw else []
         return raw[: self.max_body_bytes] if len(raw) > self.max_body_bytes else raw
 
+    def forget_response(self) -> None:
+        """Drop what arrived: it was a proxy's answer (a 407), not the origin's, and is not archived."""
+        self.status, self.reason, self.response_headers = None, "", ()
+        self.chunks, self.size, self.truncated = [], 0, False
+
     def fail(self, exc: FetchError) -> None:
         self.error = exc.kind
         self.error_detail = clip(str(exc) or type(exc).__name__)

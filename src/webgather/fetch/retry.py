@@ -1,8 +1,9 @@
 """Which fetch results deserve another attempt, and when. Pure.
 
 Transient (contract step 4): ``timeout``, ``reset``, ``truncated``, ``connect``,
+``proxy_unreachable``, ``proxy_refused`` (a CONNECT answered 502/503/504 mostly),
 any 5xx status and 429. Everything else (4xx, ``dns``, ``too_large``, ``bomb``,
-``protocol``, ``invalid_url``) would fail the same way again.
+``protocol``, ``invalid_url``, ``proxy_auth``) would fail the same way again.
 
 ``attempt`` counts the attempts before this one (``CrawlItem.attempt``: 0 on the
 first try), so a URL gets at most ``1 + max_retries`` attempts.
@@ -28,7 +29,7 @@ __all__ = [
     "should_retry",
 ]
 
-TRANSIENT_ERRORS = frozenset({"timeout", "reset", "truncated", "connect"})
+TRANSIENT_ERRORS = frozenset({"timeout", "reset", "truncated", "connect", "proxy_unreachable", "proxy_refused"})
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 DEFAULT_RETRY_AFTER_MAX_S = 3600.0
 """The default clamp, as ``politeness.retry_after_max_s``."""

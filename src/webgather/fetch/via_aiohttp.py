@@ -8,7 +8,13 @@ keep-alive on, no cookies, redirects not followed, ``auto_decompress=False``.
 Connections go to the address from our :class:`Resolver` through
 :class:`_AiohttpResolver` (aiohttp's own DNS cache is off), so ``Host`` and
 TLS SNI stay the URL's host. aiohttp's and the OS's exceptions are translated
-in one place, :func:`map_transport_errors`.
+in one place, :func:`map_transport_errors` (a proxy's, :func:`_proxy_errors`).
+
+Through a proxy (``proxy=``: aiohttp sends http URLs in absolute form and
+tunnels https ones with CONNECT; ``Proxy-Authorization`` goes in the request
+or in ``proxy_headers``, see :func:`_proxy_request`) the origin's address is
+still resolved and judged by our resolver before the request; the proxy's
+host is resolved by :meth:`Resolver.resolve_trusted` (no guard).
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, Tra
 from yarl import URL
 
 from webgather.config import FetchConfig
+from webgather.config.proxyspec import Proxy
 from webgather.errors import (
     BodyTooLarge,
     ConnectFailed,
@@ -33,10 +40,13 @@ from webgather.errors import (
     FetchTimeout,
     InvalidUrl,
     ProtocolViolation,
+    ProxyRefused,
+    ProxyUnreachable,
     TruncatedBody,
 )
 from webgather.fetch import h1
 from webgather.fetch.model import Headers
+from webgather.fetch.proxy import check_answer
 from webgather.fetch.request import Draft, WireTarget
 from webgather.fetch.resolver import Resolver
 
@@ -46,14 +56,20 @@ __all__ = ["AiohttpTransport", "map_transport_errors"]
 class _AiohttpResolver(AbstractResolver):
     """aiohttp's resolver seam, answered from our :class:`Resolver`."""
 
-    def __init__(self, resolver: Resolver) -> None:
+    def __init__(self, resolver: Resolver, trusted: frozenset[str] = frozenset()) -> None:
         self._resolver = resolver
+        self._trusted = trusted
+        """The configured proxies' hosts: aiohttp resolves only those when it goes through a proxy
+        (the origin's address was checked by the guard before the request)."""
 
     async def resolve(
         self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
     ) -> list[ResolveResult]:
         try:
-            address = await self._resolver.resolve(host)
+            if host in self._trusted:
+                address = await self._resolver.resolve_trusted(host)
+            else:
+                address = await self._resolver.resolve(host)
         except DnsFailed as exc:  # aiohttp turns an OSError here into ClientConnectorDNSError
             raise OSError(str(exc)) from exc
         inet = socket.AF_INET6 if ":" in address else socket.AF_INET
@@ -69,10 +85,11 @@ class _AiohttpResolver(AbstractResolver):
 class AiohttpTransport:
     """One aiohttp session; ``exchange`` fills a :class:`Draft` or raises a :class:`FetchError`."""
 
-    def __init__(self, config: FetchConfig, resolver: Resolver, base_headers: Headers, verify_tls: bool) -> None:
+    def __init__(self, config: FetchConfig, resolver: Resolver, base_headers: Headers, verify_tls: bool,
+                 proxies: frozenset[Proxy] = frozenset()) -> None:
         connector = aiohttp.TCPConnector(
             limit=config.concurrency, limit_per_host=0, use_dns_cache=False,
-            resolver=_AiohttpResolver(resolver), ssl=verify_tls,
+            resolver=_AiohttpResolver(resolver, frozenset(p.host for p in proxies)), ssl=verify_tls,
             local_addr=(config.source_address, 0) if config.source_address else None,
         )  # fmt: skip
         self._session = aiohttp.ClientSession(
@@ -91,14 +108,16 @@ class AiohttpTransport:
     async def close(self) -> None:
         await self._session.close()
 
-    async def exchange(self, target: WireTarget, extra: Headers, draft: Draft) -> None:
-        with map_transport_errors(lambda: draft.status is not None):
+    async def exchange(self, target: WireTarget, extra: Headers, draft: Draft, proxy: Proxy | None = None) -> None:
+        with map_transport_errors(lambda: draft.status is not None), _proxy_errors(proxy):
             draft.peer_ip = await self._resolver.resolve(target.host)
             url = URL(f"{target.scheme}://{target.host_header}{target.path}", encoded=True)
-            response = await self._session.get(url, headers=extra or None, allow_redirects=False)
+            headers, via, via_headers = _proxy_request(target, extra, proxy)
+            response = await self._session.get(url, headers=headers, allow_redirects=False,
+                                               proxy=via, proxy_headers=via_headers)
             unwatch = _fail_body_on_disconnect(response)
             try:
-                _take_head(response, draft)
+                _take_head(response, draft, proxied=proxy is not None)
                 await _read_body(response, draft)
             except BaseException:
                 response.close()  # do not reuse a connection whose body was not read to its end
@@ -121,10 +140,11 @@ async def _read_body(response: aiohttp.ClientResponse, draft: Draft) -> None:
             return
 
 
-def _take_head(response: aiohttp.ClientResponse, draft: Draft) -> None:
+def _take_head(response: aiohttp.ClientResponse, draft: Draft, *, proxied: bool = False) -> None:
     _check_head_size(response)  # before anything is recorded: a refused head is no response
     connection = response.connection
-    transport = connection.transport if connection is not None else None
+    # through a proxy the peer is the proxy: WARC-IP-Address stays the origin's, as resolved by us
+    transport = connection.transport if connection is not None and not proxied else None
     peer = transport.get_extra_info("peername") if transport is not None else None
     if peer:  # the address actually connected to (a kept-alive connection may predate a DNS change)
         draft.peer_ip = str(peer[0])
@@ -189,6 +209,41 @@ def map_transport_errors(headers_received: Callable[[], bool]) -> Iterator[None]
         raise ConnectionReset(_text(exc, "connection closed before a response")) from exc
     except aiohttp.ClientError as exc:
         raise ProtocolViolation(_text(exc, type(exc).__name__)) from exc
+
+
+def _proxy_request(target: WireTarget, extra: Headers,
+                   proxy: Proxy | None) -> tuple[dict[str, str] | None, URL | None, dict[str, str] | None]:
+    """(request headers, proxy URL, CONNECT headers). ``Proxy-Authorization`` goes in the request
+    to the proxy for an http URL, in the CONNECT for an https one (aiohttp's BasicAuth is deprecated)."""
+    headers = dict(extra) if extra else None
+    if proxy is None:
+        return headers, None, None
+    auth = proxy.authorization
+    if auth is None:
+        return headers, URL(proxy.shown), None
+    if target.scheme == "https":
+        return headers, URL(proxy.shown), {"Proxy-Authorization": auth}
+    return {**(headers or {}), "Proxy-Authorization": auth}, URL(proxy.shown), None
+
+
+@contextmanager
+def _proxy_errors(proxy: Proxy | None) -> Iterator[None]:
+    """aiohttp's proxy failures as ``proxy_unreachable``, ``proxy_auth`` or ``proxy_refused``.
+
+    Through a proxy, every connection aiohttp opens goes to the proxy, so a
+    connect timeout or a failed lookup is the proxy's (the origin's name was
+    resolved by us, before)."""
+    try:
+        yield
+    except aiohttp.ClientHttpProxyError as exc:  # CONNECT answered with a non-2xx
+        assert proxy is not None
+        check_answer(exc.status, exc.message, proxy)
+        raise ProxyRefused(f"{proxy.shown} answered CONNECT with {exc.status}") from exc
+    except (aiohttp.ClientConnectorError, aiohttp.ConnectionTimeoutError) as exc:
+        if proxy is None:
+            raise
+        cause = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else "connect timed out"
+        raise ProxyUnreachable(f"{proxy.shown}: {_text(cause, 'cannot connect')}") from exc
 
 
 def _is_framing_error(exc: aiohttp.ClientResponseError) -> bool:

@@ -21,7 +21,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["allowed_cpus", "pinned"]
+__all__ = ["allowed_cpus", "pinned", "worker_pins"]
 
 
 @contextlib.contextmanager
@@ -49,6 +49,14 @@ def allowed_cpus() -> frozenset[int] | None:
     if not hasattr(os, "sched_getaffinity"):
         return None
     return frozenset(os.sched_getaffinity(0))
+
+
+def worker_pins(workers: int, choice: str, allowed: frozenset[int] | None) -> list[str]:
+    """``--pin-cpu`` of each of ``workers`` local node processes: "off" for all, else worker i on
+    CPU index i round robin over the allowed CPUs (a node refuses an index past them)."""
+    if choice == "off":
+        return ["off"] * workers
+    return [str(i % max(1, len(allowed or ()))) for i in range(workers)]
 
 
 def _choose(choice: str) -> int | None:

@@ -51,6 +51,7 @@ from webgather.runtime.cluster_crawl import start_crawl, start_cycle
 from webgather.store.crawllog import read_crawl_log
 from webgather.runtime.cluster_losses import loss_text
 from webgather.runtime.metrics import worker_metrics
+from webgather.runtime.affinity import allowed_cpus, worker_pins
 from webgather.store.summary import read_summary, write_summary
 from webgather.logs import child_args
 
@@ -181,7 +182,7 @@ class _Run:
                 (out / "nodes" / node / "summary.json").unlink(missing_ok=True)
         t0 = clock.monotonic()
         # worker i on the i-th CPU: auto-pinned workers could pick the same one
-        pin = ["off"] * len(nodes) if config.pin_cpu == "off" else [str(i) for i in range(len(nodes))]
+        pin = worker_pins(len(nodes), config.pin_cpu, allowed_cpus())
         metrics = [worker_metrics(self.config.metrics, k) for k in range(len(nodes))]  # wK on PORT+K
         commands = [node_command(self.name, out, node, [*self.node_args, "--pin-cpu", cpu,
                                                         *(["--metrics", m] if m is not None else [])])

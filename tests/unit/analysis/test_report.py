@@ -11,7 +11,7 @@ import pytest
 
 from webgather.analysis import AnalysisOptions, analyze, fetch_table, summary_text, to_json
 from webgather.analysis.html import report_html
-from webgather.analysis.plots import all_plots
+from webgather.analysis.plots import all_plots, plot_notes
 from webgather.analysis.report import jsonable
 from webgather.errors import AnalysisError
 from webgather.linkgraph import LinkGraph
@@ -36,9 +36,11 @@ def test_degenerate_graphs_give_a_full_report(graph: LinkGraph) -> None:
     assert data["links"]["pages"] == graph.n_pages
     assert data["crawl"]["pages"] == 0 and data["load"] is None
     assert "documents" in summary_text(analysis)
-    plots = all_plots(analysis)
-    assert set(plots) == {"degrees.png", "bowtie.png", "cores.png"}
-    assert report_html(analysis, plots).startswith("<!DOCTYPE html>")
+    plots, notes = all_plots(analysis), plot_notes(analysis)
+    assert set(plots) == {"degrees.png", "bowtie.png"}  # no cores, no fetch times: nothing to draw
+    assert set(notes) == {"cores.png", "load.png"} and all(n.startswith("not drawn: ") for n in notes.values())
+    page = report_html(analysis, plots, notes=notes)
+    assert page.startswith("<!DOCTYPE html>") and "cores.png: not drawn: no bipartite cores" in page
 
 
 def test_figures_of_a_random_graph_match_references() -> None:

@@ -42,6 +42,6 @@ def test_the_setting_is_checked_and_read_from_cli_and_environment() -> None:
 
     assert load(None, {}, {}).pin_cpu == "auto"
     assert load(None, {"WEBGATHER_PIN_CPU": "off"}, {}).pin_cpu == "off"
-    assert load(None, {}, {"pin_cpu": "3"}).pin_cpu == "3"
+    assert load(None, {}, {"pin_cpu": "0"}).pin_cpu == "0"  # an index past the allowed CPUs: test_cli_ranges
     with pytest.raises(ConfigError, match="pin_cpu"):
         load(None, {}, {"pin_cpu": "fast"})

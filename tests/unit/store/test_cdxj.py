@@ -16,15 +16,17 @@ from webgather.store.cdxj import cdxj_line, parse_line, read_index, sort_index, 
     [
         ("http://www.archive.org/", "org,archive)/"),
         ("http://archive.org/", "org,archive)/"),
-        ("http://archive.org/goo/", "org,archive)/goo/"),
-        ("http://archive.org/goo/?b&a", "org,archive)/goo/?b&a"),
+        ("http://archive.org/goo/", "org,archive)/goo"),  # as pywb: a trailing slash dropped
+        ("http://archive.org/goo/?b&a", "org,archive)/goo?a&b"),  # query arguments sorted
         ("https://Example.COM/A/B?Q=1#frag", "com,example)/a/b?q=1"),
         ("http://example.com", "com,example)/"),
         ("http://example.com?x", "com,example)/?x"),
+        ("http://example.com/?", "com,example)/"),
         ("http://www2.sub.example.co.uk:8080/p", "uk,co,example,sub:8080)/p"),
         ("http://user:pw@example.com/", "com,example)/"),
-        ("http://127.0.0.1:8000/x", "127.0.0.1:8000)/x"),
-        ("http://[::1]:8000/x", "[::1]:8000)/x"),
+        ("http://127.0.0.1:8000/x", "1,0,0,127:8000)/x"),  # IP addresses reversed too
+        ("http://example.com:80/%7Ea/./b/../c", "com,example)/~a/c"),
+        ("http://[::1]:8000/x", "::1:8000)/x"),
         ("http://wwwexample.com/", "com,wwwexample)/"),
     ],
 )
