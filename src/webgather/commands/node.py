@@ -84,11 +84,13 @@ def _exit_code(summary: dict[str, Any]) -> int:
 
 
 def _workers_exit_code(summary: dict[str, Any]) -> int:
-    """As one node's (:func:`~webgather.commands.report.exit_code`), and 1 for a crawl that did not finish."""
+    """As one node's (:func:`~webgather.commands.report.exit_code`), and 1 for a crawl that did not end
+    (a worker died or stopped); a crawl its ``--max-pages`` ended (every node ``done``) is 0, as on one node."""
     from webgather.commands.report import exit_code
 
     code = exit_code(summary)
-    return code if code or summary["finished"] else 1
+    ended = summary["finished"] or all(node.get("end") == "done" for node in summary.get("nodes", {}).values())
+    return code if code or ended else 1
 
 
 async def _connect(url: str, crawl: str, n_buckets: int | None) -> Any:

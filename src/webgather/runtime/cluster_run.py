@@ -195,6 +195,8 @@ class _Run:
         except BackendUnavailable as exc:  # the workers said so in their logs; the summary says it too
             finished, counters, error = False, {}, str(exc)
         summaries = [_node_summary(out / "nodes" / node, node, epoch, config.cluster.interval_s) for node in nodes]
+        if cycles is None:  # a crawl ended by its --max-pages is not finished, as on one node (a died node's
+            finished = finished and all(s.get("finished", True) for s in summaries)  # buckets went to others)
         merged = merge_summaries(summaries, wall_s=wall_s, finished=finished)
         merged.update({"workers": len(nodes), "exit_codes": dict(zip(nodes, codes, strict=True)),
                        "backend_error": error,
