@@ -131,13 +131,24 @@ class InProcessTransport:
         now = self.hub.clock.monotonic()
         self._turn += 1
         out: list[Delivery] = []
-        for bucket in common.rotate(buckets, self._turn):
+        for bucket in self._order(buckets):
             stream = self.hub.streams.get(bucket)
             while stream is not None and stream.fresh and len(out) < max_batches:
                 delivery_id = stream.fresh.popleft()
                 stream.pending[delivery_id] = (self.node, now)
                 out.append(Delivery(bucket, str(delivery_id), stream.payloads[delivery_id]))
         return out
+
+    def _order(self, buckets: list[int]) -> list[int]:
+        """The buckets to look at, from a start that turns with each call (fair round-robin). With
+        fewer streams than buckets (a one-node crawl asks for all 4096), only streams with fresh payloads."""
+        streams = self.hub.streams
+        if not buckets or len(streams) >= len(buckets):
+            return common.rotate(buckets, self._turn)
+        wanted = set(buckets)
+        ready = [b for b, stream in streams.items() if stream.fresh and b in wanted]
+        pivot, n = buckets[self._turn % len(buckets)], self.hub.n_buckets
+        return sorted(ready, key=lambda b: (b - pivot) % n)
 
     async def ack(self, bucket: int, delivery_ids: Sequence[str]) -> int:
         (bucket,) = common.check_buckets([bucket], self.hub.n_buckets)
