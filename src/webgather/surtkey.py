@@ -190,6 +190,8 @@ def surt_prefix(text: str) -> str:
 
 def _heritrix_pattern(host: str, closed: str, path: str) -> str:
     host = host.lower()
+    if any(ch in host for ch in "/?#"):
+        raise ValueError(f"SURT prefix host part not closed with ')' before its path: http://({host}")
     port = ""
     if ",:" in host or host.startswith(":"):
         host, _, port = host.rpartition(":")
