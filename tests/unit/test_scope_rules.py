@@ -137,3 +137,13 @@ def test_the_rules_are_part_of_a_cluster_crawls_definition() -> None:
     a, b = CrawlDefinition.of(base, ["http://a.test/"], 0.0), CrawlDefinition.of(stripped, ["http://a.test/"], 0.0)
     assert a.differences(b) == ["scope.exclude", "scope.strip_query_params"]
     assert CrawlDefinition.from_text(b.to_text()).crawl_config().scope == stripped.scope
+
+
+def test_surt_command_prints_a_key_that_include_surt_accepts(capsys: pytest.CaptureFixture[str]) -> None:
+    url = "http://www.Example.com:8080/Shop/?b=1&a=2"
+    assert main(["surt", url, "https://example.com/"]) == 0
+    keys = capsys.readouterr().out.splitlines()
+    assert keys == ["com,example:8080)/shop?a=2&b=1", "com,example)/"]
+    assert scope(include_surt=(keys[0],)).reject("http://example.com:8080/shop/?a=2&b=1", 0) is None
+    assert main(["surt", "ftp://example.com/"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

@@ -179,8 +179,9 @@ def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFing
     records: list[LinkRecord] = []
     candidates: list[CrawlItem] = []
     known: dict[str, tuple[int, int]] = {}  # pages repeat links: look each URL up once
+    clean = scope.clean
     for link in followable(page):
-        url = scope.clean(link.url)
+        url = clean(link.url)
         fps = known.get(url)
         if fps is None:
             fps = routed.get(url)
