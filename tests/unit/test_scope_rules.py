@@ -147,3 +147,11 @@ def test_surt_command_prints_a_key_that_include_surt_accepts(capsys: pytest.Capt
     assert scope(include_surt=(keys[0],)).reject("http://example.com:8080/shop/?a=2&b=1", 0) is None
     assert main(["surt", "ftp://example.com/"]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_a_surt_prefix_with_a_query_compares_the_sorted_query() -> None:
+    s = scope(include_surt=("com,example)/list?a=1",))
+    assert s.reject("http://example.com/list?b=2&a=1", 0) is None
+    assert s.reject("http://example.com/list?a=2", 0) == "excluded"
+    q = scope(include_surt=("com,example)/list",))  # no "?": the query is not looked at, same verdicts
+    assert [q.reject(u, 0) for u in ("http://example.com/list?z=1", "http://example.com/li?st")] == [None, "excluded"]
