@@ -60,7 +60,7 @@ from webgather.cluster.redis import RedisBackend
 from webgather.cluster.status import merge_summaries
 from webgather.config import CrawlConfig, load
 from webgather.runtime.cluster_crawl import start_crawl
-from webgather.runtime.cluster_run import node_command
+from webgather.runtime.cluster_run import node_command, worker_env
 from webgather.runtime.gnp_probe import probe_url
 from webgather.store.crawllog import read_crawl_log
 from webgather.store.summary import read_summary
@@ -164,8 +164,9 @@ def run_variant(args: argparse.Namespace, root: Path, port: int, url: str, name:
     nodes = [f"w{i}" for i in range(args.nodes)]
     out.mkdir(parents=True, exist_ok=True)
     epoch = asyncio.run(_start(url, name, config, [seed_url], nodes))
-    procs = [subprocess.Popen(node_command(url, name, out, node, ["--source-address", address, "--pin-cpu", "off"]),
-                              stdout=subprocess.DEVNULL, stderr=open(out / f"{node}.err", "w"))  # noqa: SIM115
+    procs = [subprocess.Popen(node_command(name, out, node, ["--source-address", address, "--pin-cpu", "off"]),
+                              stdout=subprocess.DEVNULL, stderr=open(out / f"{node}.err", "w"),  # noqa: SIM115
+                              env=worker_env(url))  # the Redis URL goes in the environment, never in argv
              for node, address in zip(nodes, node_addresses(args), strict=True)]
     codes = wait_all(procs, args.timeout_s)
     if any(codes):

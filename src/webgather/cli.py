@@ -7,6 +7,10 @@ exits with 3: the crawl stopped, what it stored is whole, and the same command
 resumes it once there is room. A cluster crawl that did not finish exits with
 1; one that finished but lost buckets it could not recover after a node died
 exits with 4 (``runtime.cluster_losses``).
+
+Logging is configured here, once, before the command runs (:mod:`webgather.logs`:
+``--log-level``, ``--log-format``, ``--log-file`` where the command has them, the
+defaults elsewhere). The exit line stays a plain line on stderr (see there why).
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import importlib.metadata
+import logging
 import sys
 import typing
 from collections.abc import Iterator, Sequence
 
 from webgather.config.reference import plain_text
 from webgather.errors import WebgatherError, WriteFailed
+from webgather.logs import configure, logs_to_file, settings_from_args
 
 __all__ = ["COMMAND_MODULES", "EXIT_WRITE_FAILED", "build_parser", "main", "package_version"]
 
@@ -100,22 +106,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
+        configure(settings_from_args(args))
         code: int = args.func(args)
     except WriteFailed as exc:
-        print(f"webgather: error: {exc}", file=sys.stderr)
-        return EXIT_WRITE_FAILED
+        return _exit(f"webgather: error: {exc}", EXIT_WRITE_FAILED)
     except ExceptionGroup as group:  # a cluster node's task group: its crawl stopped on a failed write
         failed = _first_write_failed(group)
         if failed is None:
             raise
-        print(f"webgather: error: {failed}", file=sys.stderr)
-        return EXIT_WRITE_FAILED
+        return _exit(f"webgather: error: {failed}", EXIT_WRITE_FAILED)
     except WebgatherError as exc:
-        print(f"webgather: error: {exc}", file=sys.stderr)
-        return 2
+        return _exit(f"webgather: error: {exc}", 2)
     except KeyboardInterrupt:
-        print("webgather: interrupted", file=sys.stderr)
-        return 130
+        return _exit("webgather: interrupted", 130, logging.WARNING)
+    return code
+
+
+def _exit(line: str, code: int, level: int = logging.ERROR) -> int:
+    """The exit line, as ``commands.report.exit_line`` writes it (cli imports no command module statically)."""
+    print(line, file=sys.stderr)
+    if logs_to_file():
+        logging.getLogger(__name__).log(level, line)
     return code
 
 

@@ -90,3 +90,19 @@ async def test_max_pages_counts_the_whole_crawl_over_its_runs(tmp_path: Path) ->
     assert again["runs"][-1]["pages"] == 0 and again["pages"] == 20
     assert more["runs"][-1]["pages"] == 15 and more["pages"] == 35
     assert sum(fetched_urls(final_entries(out)).values()) <= 35
+
+
+async def test_a_page_limit_leaves_one_node_and_workers_alike_unfinished(tmp_path: Path) -> None:
+    """--max-pages that stops the crawl short: finished is False on one node and with --workers."""
+    model = WebModel(WebParams.for_tests())
+    async with TestWebServer(model) as server:
+        for name, extra in (("one", []), ("workers", ["--workers", "2"])):
+            out = tmp_path / name
+            config = crawl_config(crawl_config_for(model.params), out, write_resolve(server, tmp_path), min_delay_s=0.01)
+            config_file = tmp_path / f"{name}.toml"
+            config_file.write_text(to_toml(replace(config, max_pages=15)))
+            proc = await _crawl(server.home_url(0), out, config_file, extra)
+            stdout, stderr = await asyncio.wait_for(proc.communicate(), 120)
+            summary = json.loads((out / "summary.json").read_text())
+            assert summary["pages"] == 15 and summary["finished"] is False, (name, stdout.decode(), stderr.decode())
+            assert proc.returncode == 0, (name, stderr.decode())  # the limit was reached: not a failure

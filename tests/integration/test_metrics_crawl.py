@@ -169,7 +169,7 @@ async def test_each_worker_serves_its_metrics_on_port_plus_k(model: WebModel, tm
 async def test_a_recrawl_cycle_serves_its_counters(tmp_path: Path) -> None:
     from recrawl_web import HOUR, T0, JumpClock, changing_web, recrawl_config
 
-    from webgather.runtime.recrawl_cycle import run_cycle
+    from webgather.runtime.crawl import run_cycle
 
     port = free_port()
     clock = JumpClock(T0 + 60)

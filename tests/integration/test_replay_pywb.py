@@ -174,7 +174,7 @@ def test_a_revisit_replays_its_originals_body(tmp_path: Path) -> None:
     """A re-crawl's revisit records (304, or the same digest) carry no body: pywb serves the original's,
     the newest capture included (a 304 revisit replayed as such would be an empty 304: pywbcoll repoints it)."""
     assert WAYBACK is not None
-    from webgather.runtime.recrawl_cycle import run_cycle
+    from webgather.runtime.crawl import run_cycle
 
     from recrawl_web import HOUR, T0, JumpClock, changing_web, recrawl_config
 

@@ -21,6 +21,7 @@ from typing import Any
 from webgather.commands.crawl import print_summary, run_main_job
 from webgather.config import FetchConfig
 from webgather.errors import ConfigError
+from webgather.logs import add_log_options
 from webgather.clock import SystemClock
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.closure import NOT_FETCHED, crawl_outcomes
@@ -39,6 +40,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic web")
     parser.add_argument("--concurrency", type=int, default=FetchConfig().concurrency, help="requests in flight")
     parser.add_argument("--out", default="demo-out", help="directory for the crawl (a fresh run each time)")
+    add_log_options(parser)
     parser.set_defaults(func=_main)
 
 

@@ -29,6 +29,7 @@ from webgather.commands.options import add_metrics_option
 from webgather.commands.redis_url import add_redis_file_option, resolve_redis_url
 from webgather.config import REDIS_URL_ENV, CrawlConfig
 from webgather.errors import ClusterError, ConfigError
+from webgather.logs import add_log_options
 from webgather.store.outdir import prepare_out_dir
 
 __all__ = ["default_node_id", "register", "run_cluster_main"]
@@ -53,6 +54,7 @@ def register(sub: Any) -> None:
         help='this node\'s HTTP proxy, over the crawl\'s (http://[user:password@]host:port or "direct"; '
              "default: the crawl's, else HTTP_PROXY/HTTPS_PROXY/NO_PROXY)")
     add_metrics_option(parser)
+    add_log_options(parser)
     parser.set_defaults(func=_main)
 
 
@@ -82,11 +84,13 @@ def _exit_code(summary: dict[str, Any]) -> int:
 
 
 def _workers_exit_code(summary: dict[str, Any]) -> int:
-    """As one node's (:func:`~webgather.commands.report.exit_code`), and 1 for a crawl that did not finish."""
+    """As one node's (:func:`~webgather.commands.report.exit_code`), and 1 for a crawl that did not end
+    (a worker died or stopped); a crawl its ``--max-pages`` ended (every node ``done``) is 0, as on one node."""
     from webgather.commands.report import exit_code
 
     code = exit_code(summary)
-    return code if code or summary["finished"] else 1
+    ended = summary["finished"] or all(node.get("end") == "done" for node in summary.get("nodes", {}).values())
+    return code if code or ended else 1
 
 
 async def _connect(url: str, crawl: str, n_buckets: int | None) -> Any:
@@ -149,7 +153,8 @@ async def _next_run(backend: Any, poll_s: float = 1.0) -> bool:
 
 def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[str]) -> int:
     """``webgather crawl`` with ``--workers`` (local node processes) or ``--redis`` (this process is a node)."""
-    from webgather.runtime.cluster_run import Cycles, print_cluster_summary, run_workers
+    from webgather.commands.report import print_cluster_summary
+    from webgather.runtime.cluster_run import Cycles, run_workers
 
     continuous = bool(getattr(args, "continuous", False))
     if continuous and not args.workers:

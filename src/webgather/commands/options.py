@@ -17,6 +17,7 @@ from webgather.commands.redis_url import add_redis_file_option
 from webgather.config import CrawlConfig, load
 from webgather.config.listen import listen_address
 from webgather.errors import ConfigError
+from webgather.logs import add_log_options
 
 __all__ = [
     "add_cluster_options", "add_crawl_options", "add_metrics_option", "add_recrawl_options", "add_scope_rule_options",
@@ -87,6 +88,7 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
              "before --proxy (repeatable)")
     add_scope_rule_options(parser)
     add_metrics_option(parser)
+    add_log_options(parser)
     show_setting_defaults(parser)
 
 

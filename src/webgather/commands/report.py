@@ -1,12 +1,17 @@
-"""What ``crawl``, ``recrawl`` and ``node`` print at the end of a crawl or a cycle."""
+"""What ``crawl``, ``recrawl`` and ``node`` print at the end of a crawl, a cluster run or a cycle (results, on stdout)."""
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from typing import Any
 
-__all__ = ["EXIT_INTERRUPTED", "exit_code", "print_cycle", "print_summary"]
+from webgather.logs import logs_to_file
+
+__all__ = ["EXIT_INTERRUPTED", "exit_code", "exit_line", "print_cluster_summary", "print_cycle", "print_summary"]
+
+log = logging.getLogger(__name__)
 
 EXIT_INTERRUPTED = 130
 """Ctrl-C (SIGINT) stopped the crawl, its state kept: the same command resumes it (one node,
@@ -58,6 +63,37 @@ def print_cycle(summary: dict[str, Any]) -> None:
         print(f"  dead ({reason}) {url}")
 
 
+def print_cluster_summary(summary: dict[str, Any]) -> None:
+    load = summary["load"]
+    var = load["var_share_mean"]
+    print(f"pages {summary['pages']} in {summary['wall_s']} s ({summary['pages_per_s']} pages/s) "
+          f"by {len(summary['nodes'])} node(s)")
+    for node, figures in summary["nodes"].items():
+        print(f"  {node}: {figures['pages']} pages, {figures['pages_per_s']} pages/s, ended: {figures['end']}")
+    cross = summary["cross"]
+    print(f"cross URLs: {cross.get('urls', 0)} in {cross.get('messages', 0)} messages "
+          f"({cross['messages_per_page']} messages/page, {cross.get('bytes', 0)} bytes), "
+          f"{cross.get('cache_saved', 0)} saved by the sent-URL cache")
+    print(f"load balance: variance of per-node share per {load['interval_s']:g} s interval: "
+          f"mean {var:.2e}" if var is not None else "load balance: not enough intervals")
+    if summary.get("losses"):
+        print(summary["losses"])
+    if summary.get("backend_error"):
+        print(f"backend: {summary['backend_error']}")
+    print(f"finished: {summary['finished']}   (summary.json in the output directory)")
+    if summary.get("print_json"):
+        print(json.dumps(summary, indent=2))
+
+
+def exit_line(line: str, level: int = logging.ERROR) -> None:
+    """A line that ends the command: plain on stderr in every log format (it answers the command line,
+    scripts match it; see webgather.logs) and, with ``--log-file``, logged there too, so the file says
+    why the run ended."""
+    print(line, file=sys.stderr)
+    if logs_to_file():
+        log.log(level, line)
+
+
 def exit_code(summary: dict[str, Any], *, resume: str = "run the same command to resume the crawl") -> int:
     """The command's exit status for a run that ended with ``summary`` (errors raised are ``cli``'s):
     ``EXIT_DATA_LOST`` (4) if buckets were lost, ``EXIT_INTERRUPTED`` (130) after Ctrl-C (with a last
@@ -67,6 +103,6 @@ def exit_code(summary: dict[str, Any], *, resume: str = "run the same command to
     if summary.get("losses"):
         return EXIT_DATA_LOST
     if summary.get("interrupted") or summary.get("end") == "stopped":
-        print(f"webgather: interrupted; {resume}", file=sys.stderr)
+        exit_line(f"webgather: interrupted; {resume}", logging.WARNING)
         return EXIT_INTERRUPTED
     return 0

@@ -4,7 +4,7 @@ Each experiment loads a link graph (``--graph testweb:HOSTS:SEED`` builds the
 synthetic web without HTTP; ``--crawl DIR`` reads a crawl's link logs), runs the
 pure simulator in :mod:`webgather.sim`, prints its table(s) and, with ``--out
 DIR``, writes ``DIR/<experiment>.txt`` and ``DIR/<experiment>*.png`` (matplotlib,
-Agg backend, no display needed). Wall times go to stderr.
+Agg backend, no display needed). Wall times are logged (INFO, on stderr by default).
 
 This module is the IO shell: it reads files, the clock (through
 :class:`webgather.clock.SystemClock`) and writes output; the simulator
@@ -16,7 +16,7 @@ GNP fits 10-20x slower.
 from __future__ import annotations
 
 import argparse
-import sys
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,8 @@ from webgather.clock import SystemClock
 from webgather.sim.traces import crawl_order, crawl_seeds, default_seeds
 
 __all__ = ["load_graph", "register"]
+
+log = logging.getLogger(__name__)
 
 EXPERIMENTS = ("partition", "crawl", "cache", "order", "gnp")
 
@@ -143,15 +145,15 @@ def _run(args: argparse.Namespace) -> int:
     start = clock.monotonic()
     graph = load_graph(args.graph, args.crawl)
     source = args.crawl or args.graph
-    print(f"[{args.experiment}] {source}: {graph.n_pages:,} pages, {graph.n_links:,} links, "
-          f"{graph.n_hosts:,} hosts (loaded in {clock.monotonic() - start:.1f} s)", file=sys.stderr)
+    log.info(f"[{args.experiment}] {source}: {graph.n_pages:,} pages, {graph.n_links:,} links, "
+             f"{graph.n_hosts:,} hosts (loaded in {clock.monotonic() - start:.1f} s)")
     runner = _RUNNERS[args.experiment]
     with threadpool_limits(limits=1, user_api="blas"):
         began = clock.monotonic()
         text, figures = runner(graph, args, clock.monotonic)
         took = clock.monotonic() - began
     print(text)
-    print(f"[{args.experiment}] simulated in {took:.1f} s", file=sys.stderr)
+    log.info(f"[{args.experiment}] simulated in {took:.1f} s")
     if args.out:
         _save(Path(args.out), args.experiment, text, figures)
     return 0
@@ -171,7 +173,7 @@ def _save(out: Path, name: str, text: str, figures: dict[str, Plotter]) -> None:
             draw(fig)
             path = out / f"{name}{suffix}.png"
             fig.savefig(path, dpi=110)
-            print(f"[{name}] wrote {path}", file=sys.stderr)
+            log.info(f"[{name}] wrote {path}")
     except OSError as exc:
         raise ConfigError(f"cannot write to {out}: {exc.strerror or exc}") from exc
 
@@ -234,7 +236,7 @@ def _cache(graph: LinkGraph, args: argparse.Namespace, timer: Callable[[], float
         raise ConfigError("need 0 <= --min-log2 <= --max-log2 <= 40 and --slow-step >= 1")
     sizes = [1 << k for k in range(args.min_log2, args.max_log2 + 1)]
     slow = sizes[:: args.slow_step]
-    print(f"[cache] trace of {trace.size:,} references", file=sys.stderr)
+    log.info(f"[cache] trace of {trace.size:,} references")
     result = cache.run(trace, sizes, args.policies or list(cache.POLICIES), seed=args.seed,
                        slow_sizes=slow, timer=timer)
     return cache.table(result), {"": lambda fig: cache.plot(result, fig)}

@@ -33,6 +33,9 @@ def register(sub: Any) -> None:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on, 0 for any free port (default: %(default)s)")
     serve.add_argument("--refresh-s", type=float, default=5.0, help="seconds between the page's reloads (default: %(default)s)")
+    from webgather.logs import add_log_options
+
+    add_log_options(serve)
     serve.set_defaults(func=_serve)
 
 

@@ -26,7 +26,7 @@ dead node's state.
 from __future__ import annotations
 
 import asyncio
-import sys
+import logging
 from collections.abc import Iterable, Sequence
 
 from webgather.cluster.router import RETRY_MAX_S, RETRY_MIN_S
@@ -37,6 +37,8 @@ from webgather.fetch.resolver import Resolver
 from webgather.urls import host_key, hostname
 
 __all__ = ["UNRESOLVED", "SharedAddresses"]
+
+log = logging.getLogger(__name__)
 
 UNRESOLVED = ""
 """The published answer for a host that did not resolve: it is keyed by its name."""
@@ -144,5 +146,5 @@ async def learn_retrying(addresses: SharedAddresses, hosts: Sequence[str]) -> No
             await asyncio.sleep(wait_s)
             wait_s = min(RETRY_MAX_S, wait_s * 2)
         except WebgatherError as exc:  # unexpected: say so, keep trying (a lost link is worse)
-            print(f"webgather: learning host addresses failed: {exc}; retrying", file=sys.stderr)
+            log.warning("webgather: learning host addresses failed: %s; retrying", exc)
             await asyncio.sleep(RETRY_MAX_S)

@@ -34,8 +34,8 @@ items fetch robots.txt again once their handed-over wait has passed.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Protocol
@@ -52,6 +52,8 @@ from webgather.runtime.parts import NodeParts
 from webgather.urls import host_key
 
 __all__ = ["BucketKeeper", "RowPort", "bucket_hosts", "import_state", "stored_buckets"]
+
+log = logging.getLogger(__name__)
 
 MAX_BATCHES = 256
 CLAIM_BATCH = 1000
@@ -114,7 +116,7 @@ class BucketKeeper:
         self.seq = 0
         self._saved: dict[str, float] = {}
         self._leaving = asyncio.Event()
-        self.report: Callable[[BackendUnavailable], None] = self._print
+        self.report: Callable[[BackendUnavailable], None] = self._log_unavailable
         """Told of each backend failure of the receive loop (the node logs one line per outage)."""
         self.prepare: Callable[[Sequence[Delivery]], Awaitable[None]] | None = None
         """Awaited before deliveries are applied (``--partition-by ip``: learn their hosts' keys)."""
@@ -147,8 +149,8 @@ class BucketKeeper:
                 self.report(exc)
                 await asyncio.sleep(1.0)
 
-    def _print(self, exc: BackendUnavailable) -> None:
-        print(f"webgather node {self.node}: {exc}; retrying", file=sys.stderr)
+    def _log_unavailable(self, exc: BackendUnavailable) -> None:
+        log.warning("webgather node %s: %s; retrying", self.node, exc)
 
     async def process(self, deliveries: Sequence[Delivery]) -> None:
         """Apply, hold, release or forward each delivery; flush; ack what was done.
@@ -194,8 +196,8 @@ class BucketKeeper:
             return decode(delivery.payload)
         except ClusterError as exc:
             self.counts["bad_payloads"] += 1
-            print(f"webgather node {self.node}: dropped a bad payload in bucket {delivery.bucket}: {exc}",
-                  file=sys.stderr)
+            log.error("webgather node %s: dropped a bad payload in bucket %d: %s", self.node, delivery.bucket,
+                      exc)
             return None
 
     def _apply(self, message: Message) -> None:

@@ -6,7 +6,7 @@ node's directory missing: its queued URLs, seen set and host clocks are lost,
 ``runtime.cluster_recovery``) and ``buckets_started_empty`` (a bucket taken
 from a dead node whose state did not arrive within ``handoff_timeout_s``; a late
 hand-off is still merged). Every node reads the counters at every beat and
-prints one line on stderr when they grow (:class:`Losses`); the node's summary
+logs one ERROR line when they grow (:class:`Losses`); the node's summary
 and ``webgather cluster status`` show them, and the node, ``crawl --redis`` and
 ``crawl --workers`` exit with :data:`EXIT_DATA_LOST` instead of 0 when the crawl
 finished with losses.

@@ -40,7 +40,7 @@ back. After ``max_outage_s`` the node stops as on SIGINT, keeping its state, and
 from __future__ import annotations
 
 import asyncio
-import sys
+import logging
 import time
 from functools import partial
 from pathlib import Path
@@ -69,6 +69,7 @@ from webgather.runtime.parts import NodeParts
 from webgather.urls import host_key
 
 __all__ = ["ClusterNode"]
+log = logging.getLogger(__name__)
 
 FLUSH_TIMEOUT_S = 5.0
 BUDGET_POLL_S = 0.05
@@ -232,7 +233,7 @@ class ClusterNode:
             try:
                 await self.coordinator.leave(self.node_id)
             except BackendUnavailable as exc:
-                print(f"webgather node {self.node_id}: could not leave the membership: {exc}", file=sys.stderr)
+                log.warning(f"webgather node {self.node_id}: could not leave the membership: {exc}")
         return node_summary(self, time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
 
     async def _crawl(self) -> None:
@@ -266,16 +267,16 @@ class ClusterNode:
             async with asyncio.timeout(FLUSH_TIMEOUT_S):
                 await self.router.flush()
         except TimeoutError:
-            print(f"webgather node {self.node_id}: backend unavailable, unsent cross URLs dropped "
-                  "(their pages were not completed and will be fetched again)", file=sys.stderr)
+            log.warning(f"webgather node {self.node_id}: backend unavailable, unsent cross URLs dropped "
+                        "(their pages were not completed and will be fetched again)")
 
     async def _give_back_permits(self) -> None:
         if self.permits is not None:
             try:
                 await self.permits.give_back(self._used())
             except BackendUnavailable:  # kept from the others: the crawl may end that many pages short
-                print(f"webgather node {self.node_id}: backend unavailable, {self.permits.held - self._used()} "
-                      "unused page permits not given back", file=sys.stderr)
+                log.warning(f"webgather node {self.node_id}: backend unavailable, {self.permits.held - self._used()} "
+                            "unused page permits not given back")
 
     async def _beat_wait(self) -> None:
         """``heartbeat_s``, cut short once the node is idle (looked at every ``IDLE_BEAT_S``): the
@@ -316,13 +317,13 @@ class ClusterNode:
         """Every loop reports here; one line per outage (the loops keep retrying)."""
         line = self.outage.failed(self.parts.clock.monotonic(), str(exc))
         if line is not None:
-            print(line, file=sys.stderr, flush=True)
+            log.warning(line)
 
     def _backend_answered(self) -> None:
         now = self.parts.clock.monotonic()
         line = self.outage.succeeded(now)
         if line is not None:
-            print(line, file=sys.stderr, flush=True)
+            log.warning(line)
             self.coordinating.backend_returned(now)
 
     async def _beat(self) -> None:
@@ -332,7 +333,7 @@ class ClusterNode:
         if runs and done >= runs:
             self.stop("done")
         if (line := self.losses.seen(counters)) is not None:
-            print(line, file=sys.stderr, flush=True)
+            log.error(line)
         members = await coord.members()
         self.keeper.alive = set(members)
         await self._read_table()

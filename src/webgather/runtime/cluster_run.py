@@ -27,7 +27,7 @@ started, with the same embedded Redis.
 from __future__ import annotations
 
 import dataclasses
-import json
+import logging
 import os
 import signal
 import subprocess
@@ -53,8 +53,10 @@ from webgather.runtime.cluster_losses import loss_text
 from webgather.runtime.metrics import worker_metrics
 from webgather.runtime.affinity import allowed_cpus, worker_pins
 from webgather.store.summary import read_summary, write_summary
+from webgather.logs import child_args
 
 __all__ = ["DEFAULT_CRAWL", "Cycles", "node_command", "run_workers", "worker_env"]
+_log = logging.getLogger(__name__)
 
 DEFAULT_CRAWL = "crawl"
 POLL_S = 0.1
@@ -65,7 +67,8 @@ STOP_TIMEOUT_S = 30.0
 def node_command(crawl: str, out: Path, node: str, extra: Sequence[str] = ()) -> list[str]:
     """A worker's argv. The Redis URL is not in it (anyone may read argv with ``ps``, and the
     URL may hold a password): it goes in the worker's environment, see :func:`worker_env`."""
-    return [sys.executable, "-m", "webgather", "node", "--crawl", crawl, "--out", str(out), "--node-id", node, *extra]
+    return [sys.executable, "-m", "webgather", "node", "--crawl", crawl, "--out", str(out), "--node-id", node,
+            *child_args(), *extra]  # the level and format of this process's logging (webgather.logs)
 
 
 def worker_env(url: str) -> dict[str, str]:
@@ -192,6 +195,8 @@ class _Run:
         except BackendUnavailable as exc:  # the workers said so in their logs; the summary says it too
             finished, counters, error = False, {}, str(exc)
         summaries = [_node_summary(out / "nodes" / node, node, epoch, config.cluster.interval_s) for node in nodes]
+        if cycles is None:  # a crawl ended by its --max-pages is not finished, as on one node (a died node's
+            finished = finished and all(s.get("finished", True) for s in summaries)  # buckets went to others)
         merged = merge_summaries(summaries, wall_s=wall_s, finished=finished)
         merged.update({"workers": len(nodes), "exit_codes": dict(zip(nodes, codes, strict=True)),
                        "backend_error": error,
@@ -223,12 +228,12 @@ def _restart_if_dead(server: EmbeddedRedis | None) -> None:
     workers pause while it is away (see ``cluster.max_outage_s``) and resume."""
     if server is None or server.running or server.failed:
         return
-    print("webgather: the embedded Redis exited; restarting it from its data", file=sys.stderr, flush=True)
+    _log.warning("webgather: the embedded Redis exited; restarting it from its data")
     try:
         server.start()
     except ClusterError as exc:
         server.failed = True  # once: the workers stop after max_outage_s, keeping their state
-        print(f"webgather: cannot restart the embedded Redis: {exc}", file=sys.stderr, flush=True)
+        _log.error(f"webgather: cannot restart the embedded Redis: {exc}")
 
 
 def _run_processes(commands: list[list[str]], out: Path, nodes: list[str], supervise: Callable[[], None] = lambda: None,
@@ -281,25 +286,3 @@ def _wait_processes(procs: list[subprocess.Popen[bytes]], interrupted: list[int]
             stop_by -= 1
             if stop_by <= 0:
                 return
-
-
-def print_cluster_summary(summary: dict[str, Any]) -> None:
-    load = summary["load"]
-    var = load["var_share_mean"]
-    print(f"pages {summary['pages']} in {summary['wall_s']} s ({summary['pages_per_s']} pages/s) "
-          f"by {len(summary['nodes'])} node(s)")
-    for node, figures in summary["nodes"].items():
-        print(f"  {node}: {figures['pages']} pages, {figures['pages_per_s']} pages/s, ended: {figures['end']}")
-    cross = summary["cross"]
-    print(f"cross URLs: {cross.get('urls', 0)} in {cross.get('messages', 0)} messages "
-          f"({cross['messages_per_page']} messages/page, {cross.get('bytes', 0)} bytes), "
-          f"{cross.get('cache_saved', 0)} saved by the sent-URL cache")
-    print(f"load balance: variance of per-node share per {load['interval_s']:g} s interval: "
-          f"mean {var:.2e}" if var is not None else "load balance: not enough intervals")
-    if summary.get("losses"):
-        print(summary["losses"])
-    if summary.get("backend_error"):
-        print(f"backend: {summary['backend_error']}")
-    print(f"finished: {summary['finished']}   (summary.json in the output directory)")
-    if summary.get("print_json"):
-        print(json.dumps(summary, indent=2))

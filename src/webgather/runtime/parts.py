@@ -22,6 +22,7 @@ from webgather.fetch.http import HttpClient
 from webgather.fetch.model import FetchResult
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
+from webgather.logs import node_context
 from webgather.robots.gate import RobotsGate
 from webgather.runtime.affinity import allowed_cpus, pinned
 from webgather.clock import Clock, SystemClock
@@ -145,7 +146,8 @@ async def open_parts(
     frontier whose buckets follow the crawl's partition key). The node's threads stay
     on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.affinity`)."""
     parser = ParsePool(config.parse, allowed_cpus())  # the mask before the pin: parsers may use every CPU
-    with pinned(config.pin_cpu):  # before the writer thread starts: it inherits the mask
+    # pinned before the writer thread starts (it inherits the mask); the node's records carry its id (logs)
+    with pinned(config.pin_cpu), node_context(node_id):
         clock = clock or SystemClock()
         out_dir.mkdir(parents=True, exist_ok=True)
         resolver = Resolver.from_config(config.fetch, clock)

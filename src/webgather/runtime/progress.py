@@ -1,4 +1,4 @@
-"""Live progress of a crawl: a rich panel on a terminal, a line every few seconds elsewhere.
+"""Live progress of a crawl: a rich panel on a terminal, else an INFO log line every few seconds.
 
 Reads the node's stats and frontier; changes nothing. Pages/s is measured over
 the last display interval, so it tracks the current rate, not the average.
@@ -7,6 +7,7 @@ the last display interval, so it tracks the current rate, not the average.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
     from rich.table import Table
 
 __all__ = ["Progress"]
+
+log = logging.getLogger(__name__)
 
 Snapshot = Callable[[], dict[str, int | float]]
 
@@ -51,7 +54,7 @@ class Progress:
     async def _run_plain(self) -> None:
         while True:
             await asyncio.sleep(max(self._interval_s, 5.0))
-            print(self.line(), file=sys.stderr, flush=True)
+            log.info(self.line())
 
     def _rate(self) -> float:
         now, pages = self._monotonic(), self._stats.pages
