@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from webgather.cli import main
 from webgather.cluster.definition import CrawlDefinition
@@ -16,7 +18,7 @@ from webgather.runtime.pipeline import make_items
 from webgather.scope import Scope
 from webgather.scope_rules import UrlRules
 from webgather.surtkey import surt, surt_prefix
-from webgather.urls import fingerprint
+from webgather.urls import canonicalize, fingerprint
 
 
 def scope(**kwargs: object) -> Scope:
@@ -155,3 +157,21 @@ def test_a_surt_prefix_with_a_query_compares_the_sorted_query() -> None:
     assert s.reject("http://example.com/list?a=2", 0) == "excluded"
     q = scope(include_surt=("com,example)/list",))  # no "?": the query is not looked at, same verdicts
     assert [q.reject(u, 0) for u in ("http://example.com/list?z=1", "http://example.com/li?st")] == [None, "excluded"]
+
+
+_SEGMENT = st.text(alphabet="abAB09-._~%/", min_size=0, max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(host=st.sampled_from(["example.com", "www.example.com", "a.b.example.org", "127.0.0.1"]),
+       path=_SEGMENT, query=st.text(alphabet="ab=&?/%2F", max_size=10), cut=st.integers(0, 40))
+def test_keys_cut_at_the_query_give_the_same_verdicts_for_prefixes_without_one(host: str, path: str, query: str,
+                                                                              cut: int) -> None:
+    url = canonicalize(f"http://{host}/{path}?{query}")
+    assume(url is not None)
+    assert url is not None
+    key = surt(url)
+    prefix = key[:cut].partition("?")[0]
+    assume(prefix.strip() != "")
+    s = scope(include_surt=(prefix,))
+    assert (s.reject(url, 0) is None) == bool(re.match(surt_prefix(prefix), key))
