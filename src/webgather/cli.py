@@ -41,6 +41,7 @@ COMMAND_MODULES = (
     "webgather.commands.status",
     "webgather.commands.config",
     "webgather.commands.replay",
+    "webgather.commands.surt",
 )
 EXIT_WRITE_FAILED = 3
 """Exit status when a write failed (disk full): stopped cleanly, run the same command again once there is room."""

@@ -1,4 +1,4 @@
-"""Which discovered URLs a crawl follows. Pure.
+"""Which discovered URLs a crawl follows, and the query arguments they lose. Pure.
 
 The crawler and the synthetic web's ``closure`` both ask :meth:`Scope.reject`,
 so "in scope" means one thing. Trap guards are properties of the URL alone
@@ -12,19 +12,25 @@ from collections import Counter
 from collections.abc import Iterable
 
 from webgather.config import ScopeConfig
+from webgather.scope_rules import UrlRules
 from webgather.urls import canonicalize, host_key, hostname, path_of
 
 __all__ = ["Scope", "site_key"]
 
 
 class Scope:
-    """Scope rules of one crawl: host mode, depth, URL length and trap guard."""
+    """Scope rules of one crawl: host mode, depth, URL length, include/exclude rules and trap guard."""
 
     def __init__(self, config: ScopeConfig, seed_urls: Iterable[str] = ()) -> None:
         self.config = config
         self.seed_hosts = frozenset(site_key(u) for u in seed_urls)
         """``host[:port]`` of each seed (see :func:`site_key`): what mode "seed-hosts" admits."""
         self._domains = tuple(_domain_key(d) for d in config.domains)
+        self.rules = UrlRules.of(config.include, config.exclude, config.include_surt, config.exclude_surt,
+                                 config.strip_query_params)
+        self.clean = self.rules.clean
+        """Canonical URL -> the URL the crawl fetches and fingerprints (``strip_query_params`` applied)."""
+        self._filters = self.rules.filters
 
     def add_seed_hosts(self, seed_urls: Iterable[str]) -> None:
         self.seed_hosts = self.seed_hosts | {site_key(u) for u in seed_urls}
@@ -38,6 +44,8 @@ class Scope:
             return "too_deep"
         if not self.url_allowed(url):
             return "off_scope"
+        if self._filters and self.rules.excluded(url):
+            return "excluded"
         if _repeats_segment(path_of(url), config.max_repeated_segments):
             return "trap"
         return None

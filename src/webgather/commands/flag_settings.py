@@ -30,6 +30,8 @@ FLAG_SETTINGS: dict[str, str] = {
     "--no-dedup": "recrawl.dedup", "--buckets": "cluster.n_buckets", "--partition-by": "cluster.partition_by",
     "--gnp-landmark": "cluster.gnp_landmarks", "--gnp-k": "cluster.gnp_k", "--shared-store": "cluster.shared_store",
     "--metrics": "metrics", "--proxy": "fetch.proxy", "--proxy-rule": "fetch.proxy_rules",
+    "--include": "scope.include", "--exclude": "scope.exclude", "--include-surt": "scope.include_surt",
+    "--exclude-surt": "scope.exclude_surt", "--strip-param": "scope.strip_query_params",
 }
 """The flags of ``crawl`` and ``recrawl`` (:mod:`webgather.commands.options`) and the setting each sets."""
 

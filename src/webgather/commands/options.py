@@ -20,8 +20,8 @@ from webgather.errors import ConfigError
 from webgather.logs import add_log_options
 
 __all__ = [
-    "add_cluster_options", "add_crawl_options", "add_metrics_option", "add_recrawl_options", "check_combinations",
-    "check_counts", "cli_settings", "config_from_args", "parse_duration", "recrawl_cli",
+    "add_cluster_options", "add_crawl_options", "add_metrics_option", "add_recrawl_options", "add_scope_rule_options",
+    "check_combinations", "check_counts", "cli_settings", "config_from_args", "parse_duration", "recrawl_cli",
 ]
 
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 7 * 86400.0}
@@ -86,9 +86,26 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--proxy-rule", action="append", default=None, metavar="'PATTERN PROXY'",
         help='hosts matching the glob PATTERN go through PROXY (a URL or "direct"); first match wins, '
              "before --proxy (repeatable)")
+    add_scope_rule_options(parser)
     add_metrics_option(parser)
     add_log_options(parser)
     show_setting_defaults(parser)
+
+
+def add_scope_rule_options(parser: argparse.ArgumentParser) -> None:
+    """``--include``/``--exclude`` REGEX, ``--include-surt``/``--exclude-surt`` PREFIX, ``--strip-param`` NAME."""
+    add = parser.add_argument
+    add("--include", action="append", default=None, metavar="REGEX",
+        help="follow only URLs this regex (or an --include-surt prefix) matches, searched in the canonical URL (repeatable)")
+    add("--exclude", action="append", default=None, metavar="REGEX",
+        help="do not follow URLs this regex matches; wins over --include (repeatable)")
+    add("--include-surt", action="append", default=None, metavar="PREFIX",
+        help="follow only URLs under this SURT prefix, e.g. 'http://(com,example,)/shop/' (repeatable)")
+    add("--exclude-surt", action="append", default=None, metavar="PREFIX",
+        help="do not follow URLs under this SURT prefix (repeatable)")
+    add("--strip-param", action="append", default=None, metavar="NAME",
+        help="drop query arguments of this name or glob (e.g. sessionid, 'utm_*'; case-insensitive) from every URL "
+             "(repeatable)")
 
 
 def add_metrics_option(parser: argparse.ArgumentParser) -> None:
@@ -165,6 +182,9 @@ def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
         "fetch.proxy": getattr(args, "proxy", None),
         "fetch.proxy_rules": tuple(args.proxy_rule) if getattr(args, "proxy_rule", None) else None,
     }
+    for flag, key in _SCOPE_RULE_FLAGS:
+        given = getattr(args, flag, None)
+        cli[key] = tuple(given) if given else None
     cli.update(recrawl_cli(args))
     cli["cluster.n_buckets"] = getattr(args, "buckets", None)
     cli["cluster.partition_by"] = getattr(args, "partition_by", None)
@@ -173,6 +193,10 @@ def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
     cli["cluster.gnp_k"] = getattr(args, "gnp_k", None)
     cli["cluster.shared_store"] = getattr(args, "shared_store", None)
     return cli
+
+
+_SCOPE_RULE_FLAGS = (("include", "scope.include"), ("exclude", "scope.exclude"), ("include_surt", "scope.include_surt"),
+                     ("exclude_surt", "scope.exclude_surt"), ("strip_param", "scope.strip_query_params"))
 
 
 _RECRAWL_FLAGS = (("cycle", "--cycle"), ("policy", "--policy"), ("budget", "--budget"), ("new_share", "--new-share"),

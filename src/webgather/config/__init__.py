@@ -51,6 +51,9 @@ __all__ = [
 
 PRECEDENCE = ("defaults", "file", "env", "cli")
 
+LINE_LISTS = frozenset({"scope.include", "scope.exclude", "scope.include_surt", "scope.exclude_surt"})
+"""Lists whose items contain commas (regexes, SURT prefixes): given as one string (a variable), one item per line."""
+
 REDIS_URL_ENV = "WEBGATHER_REDIS_URL"
 """A cluster crawl's Redis URL (it may hold a password, so it stays out of argv): not a setting."""
 
@@ -205,7 +208,7 @@ def _coerce(name: str, value: Any, hint: Any) -> Any:
             raise ConfigError(f"{name}: {value!r} is not one of {', '.join(map(str, args))}")
         return value
     if origin is tuple:
-        items = value.split(",") if isinstance(value, str) else list(value)
+        items = value.split("\n" if name in LINE_LISTS else ",") if isinstance(value, str) else list(value)
         if args and dataclasses.is_dataclass(args[0]):
             return tuple(_record(name, args[0], item) for item in items if not isinstance(item, str) or item.strip())
         return tuple(str(i).strip() for i in items if str(i).strip())

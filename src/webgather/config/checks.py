@@ -8,6 +8,7 @@ from webgather.config.listen import listen_address
 from webgather.config.proxyspec import host_glob, parse_proxy
 from webgather.config.sections import CrawlConfig, FetchConfig
 from webgather.errors import ConfigError
+from webgather.scope_rules import UrlRules
 
 __all__ = ["validate"]
 
@@ -17,7 +18,8 @@ def validate(config: CrawlConfig, allowed_cpus: int | None = None) -> None:
 
     ``allowed_cpus``: how many CPUs this process may run on (None: unknown), for ``pin_cpu``."""
     for ok, message in [*_crawl_checks(config), *_fetch_checks(config), *_cluster_checks(config),
-                        *_range_checks(config), _pin_cpu_check(config.pin_cpu, allowed_cpus)]:
+                        *_range_checks(config), _pin_cpu_check(config.pin_cpu, allowed_cpus),
+                        _scope_rules_check(config)]:
         if not ok:
             raise ConfigError(message)
 
@@ -150,3 +152,13 @@ def _is_ip(value: str | None) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _scope_rules_check(config: CrawlConfig) -> tuple[bool, str]:
+    """A bad regex or SURT prefix of ``[scope]``: one line naming the setting, before the crawl starts."""
+    s = config.scope
+    try:
+        UrlRules.of(s.include, s.exclude, s.include_surt, s.exclude_surt, s.strip_query_params)
+    except ConfigError as exc:
+        return False, str(exc)
+    return True, ""

@@ -122,6 +122,21 @@ class ScopeConfig:
     """Longer URLs are not followed."""
     max_repeated_segments: int = 3
     """A URL whose path repeats one segment more than this is a trap and skipped."""
+    include: tuple[str, ...] = ()
+    """Regular expressions (Python re, searched in the canonical URL): when this or include_surt is given, a URL
+    must match one of them to be followed (seeds too). In WEBGATHER_SCOPE__INCLUDE one per line, not comma-separated."""
+    exclude: tuple[str, ...] = ()
+    """Regular expressions: a canonical URL that one of them matches (re.search) is not followed; exclude wins
+    over include. Skipped URLs are counted as "excluded" (Scope.reject). Env: one per line."""
+    include_surt: tuple[str, ...] = ()
+    """SURT prefixes: Heritrix's "http://(com,example,)/shop/" ("http://(com,example," = the domain and its
+    subdomains), pywb's key "com,example)/shop", or a plain URL; matched against the URL's SURT key (scheme and www
+    ignored, case-insensitive; webgather.surtkey.surt_prefix). One of them or of include must match. Env: one per line."""
+    exclude_surt: tuple[str, ...] = ()
+    """SURT prefixes (forms as include_surt) of URLs not followed. Env: one per line."""
+    strip_query_params: tuple[str, ...] = ()
+    """Query argument names (globs like "utm_*", case-insensitive) removed from every URL before it is fingerprinted,
+    so "?sid=1" and "?sid=2" are one URL."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -179,8 +179,9 @@ def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFing
     records: list[LinkRecord] = []
     candidates: list[CrawlItem] = []
     known: dict[str, tuple[int, int]] = {}  # pages repeat links: look each URL up once
+    clean = scope.clean
     for link in followable(page):
-        url = link.url
+        url = clean(link.url)
         fps = known.get(url)
         if fps is None:
             fps = routed.get(url)
@@ -235,8 +236,16 @@ def _sitemap_items(doc: SitemapDoc, scope: Scope) -> Extracted:
 
 
 def make_items(items: Iterable[CrawlItem], scope: Scope) -> list[CrawlItem]:
-    """The items scope lets in (trap guards, host mode, depth, URL length)."""
-    return [i for i in items if scope.reject(i.url, i.depth) is None]
+    """The items scope lets in (trap guards, host mode, rules, depth, URL length), their URLs cleaned
+    (``scope.strip_query_params``: the fingerprint follows the cleaned URL)."""
+    kept = []
+    for item in items:
+        url = scope.clean(item.url)
+        if url is not item.url:
+            item = replace(item, url=url, fp=fingerprint(url))
+        if scope.reject(item.url, item.depth) is None:
+            kept.append(item)
+    return kept
 
 
 def seed_items(urls: Iterable[str], scope: Scope, opic: bool = False) -> list[CrawlItem]:

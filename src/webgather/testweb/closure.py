@@ -156,6 +156,7 @@ class _Walk:
         self.render = min(config.fetch.max_body_bytes, config.fetch.max_decoded_bytes) < CONTENT_MAX_BYTES
 
     def offer(self, url: str, depth: int, redirects: int, kind: str) -> None:
+        url = self.scope.clean(url)  # as the crawler's make_items: strip_query_params first
         if url in self.seen or self.scope.reject(url, depth) is not None:
             return
         self.seen.add(url)
