@@ -34,13 +34,15 @@ from typing import Any
 
 from cluster_crawl_helpers import cluster_config, small_web, write_toml
 from cluster_process_helpers import kill_tree
-from fault_figures import fetched_twice, gave_up, politeness, recovery_s
+from fault_figures import fetched_twice, gave_up, hosts_back_s, politeness, recovery_s
 
 from webgather.cluster.embedded import EmbeddedRedis
+from webgather.cluster.mapping import bucket_of
 from webgather.store.crawllog import read_crawl_log
 from webgather.store.shared import SharedStore, open_store
 from webgather.testweb import TestWebServer, WebModel
 from webgather.testweb.closure import crawl_outcomes
+from webgather.urls import host_key
 
 NODES = ("a", "b", "c")
 VICTIM = "b"
@@ -49,6 +51,7 @@ AGAIN = "b again"
 NOT_FETCHED = ("robots", "robots_unavailable", "off_scope")
 FAULTS = ("kill_delete", "kill_restart", "stop", "term", "redis_restart", "none")
 CRAWL = "dur"
+M = 64
 BOUND_MARGIN_S = 2.0
 """Pages the victim started up to this long before its last checkpoint's snapshot count in the bound
 (those in flight at the snapshot, queued in it)."""
@@ -96,6 +99,9 @@ class Outcome:
     """Pages (final fetches) the victim did after the fault (thawed, restarted or leaving)."""
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each surviving node's summary.json (the victim's: its last process's)."""
+    hosts_back_s: float | None = None
+    """From the fault to the first request, by any node, to a host the victim had requested before it
+    (fault_figures.hosts_back_s); None if none came."""
 
     def row(self) -> str:
         return (f"closure {self.closure}  archived {self.archived}  missing {len(self.missing)} "
@@ -165,8 +171,11 @@ class _Cluster:
     """Every line of the victim's crawl log at the fault (its final state when its --out is deleted)."""
     checkpoint_wall: float = 0.0
     """Wall time of the victim's last checkpoint's snapshot at the fault (0: none)."""
+    victim_buckets: set[int] = field(default_factory=set)
+    """The buckets the victim's last checkpoint at the fault lists (with a store)."""
     peak: int = 0
     """Redis's highest sampled ``used_memory_peak`` (bytes)."""
+    fault_wall: float = 0.0
 
     def log(self, node: str) -> Path:
         return self.outs[node] / "nodes" / node / "crawl.log.jsonl"
@@ -177,6 +186,15 @@ class _Cluster:
     def mark_fault(self) -> None:
         self.victim = _log_entries(self.log(VICTIM))
         self.checkpoint_wall = _manifest_wall(self.store)
+        raw = self.store.get_bytes(f"checkpoints/{VICTIM}/manifest.json") if self.store is not None else None
+        self.victim_buckets = {int(b) for b in json.loads(raw)["buckets"]} if raw else set()
+
+    def victim_hosts(self) -> set[str]:
+        """Hosts the victim requested before the fault in the buckets it held then (with a store: its
+        last checkpoint's; without: those it requested in the last BOUND_MARGIN_S)."""
+        if self.victim_buckets:
+            return {e["host"] for e in self.victim if bucket_of(host_key(e["url"]), M) in self.victim_buckets}
+        return {e["host"] for e in self.victim if float(e.get("fetched_at") or 0) >= self.fault_wall - BOUND_MARGIN_S}
 
 
 async def _wait_kill_point(c: _Cluster, pages: int, crawled_s: float, timeout_s: float) -> None:
@@ -270,7 +288,7 @@ async def run_scenario(tmp: Path, store_url: str | None, *, fault: str = "kill_d
     model = WebModel(params)
     async with TestWebServer(model) as srv, EmbeddedRedis(tmp / "redis") as redis:
         extra = {"shared_store": store_url} if store_url else {}
-        config = cluster_config(params, tmp / "cfg", srv.write_resolve_file(tmp / "resolve.txt"), n_buckets=64,
+        config = cluster_config(params, tmp / "cfg", srv.write_resolve_file(tmp / "resolve.txt"), n_buckets=M,
                                 min_delay_s=min_delay_s, checkpoint_s=checkpoint_s, claim_idle_s=claim_idle_s,
                                 **extra)
         # a failed robots.txt is retried after error_retry_s, which the robots gate does not raise to the
@@ -310,7 +328,7 @@ async def _run(c: _Cluster, fault: str, kill_point: tuple[int, float], timeout_s
             for n in NODES[1:]:
                 await c.start(n)
             await _wait_kill_point(c, *kill_point, timeout_s / 2)
-            fault_s = time.monotonic()
+            fault_s, c.fault_wall = time.monotonic(), time.time()
             await _apply_fault(c, fault, pause_s, timeout_s / 4)
             async with asyncio.timeout(timeout_s / 2):
                 for proc in list(c.procs.values()):
@@ -336,6 +354,7 @@ def _outcome(c: _Cluster, fault: str, expected: Any, counters: dict[str, Any]) -
     if fault == "kill_delete":
         logs[VICTIM] = c.victim
     victim = _final(c.victim)
+    every = [e for entries in logs.values() for e in entries]
     twice = fetched_twice(e for entries in logs.values() for e in _final(entries))
     attempted = {e["url"] for entries in logs.values() for e in entries}
     missing = sorted(want - found)
@@ -347,7 +366,8 @@ def _outcome(c: _Cluster, fault: str, expected: Any, counters: dict[str, Any]) -
         victim_pages=len(victim), exit_codes={n: p.returncode for n, p in c.procs.items()},
         unattempted=len(set(missing) - attempted), fault=fault,
         refetched_ages=sorted(round(float(e["fetched_at"]) - wall, 2) for e in victim if e["url"] in twice),
-        counters=counters, cdxj_mismatch=mismatch, summaries=_summaries(c, alive))
+        counters=counters, cdxj_mismatch=mismatch, summaries=_summaries(c, alive),
+        hosts_back_s=hosts_back_s(c.victim_hosts(), every, c.fault_wall) if fault != "none" else None)
 
 
 def _summaries(c: _Cluster, nodes: list[str]) -> dict[str, dict[str, Any]]:
@@ -360,7 +380,7 @@ async def _wait_defined(url: str, timeout_s: float) -> None:
     from webgather.cluster import definition
     from webgather.cluster.redis import RedisBackend
 
-    backend = await RedisBackend.connect(url, CRAWL, 64)
+    backend = await RedisBackend.connect(url, CRAWL, M)
     try:
         async with asyncio.timeout(timeout_s):
             while await definition.read(backend) is None:
@@ -378,7 +398,7 @@ async def _counters(url: str) -> dict[str, int]:
     """The crawl's counters (``recover.done.<node>``, ``restored_buckets``...)."""
     from webgather.cluster.redis import RedisBackend
 
-    backend = await RedisBackend.connect(url, CRAWL, 64)
+    backend = await RedisBackend.connect(url, CRAWL, M)
     try:
         return await backend.coordinator().counters()
     finally:

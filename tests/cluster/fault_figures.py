@@ -19,6 +19,7 @@ SERVER_LAG_S = 0.1
 """The server stamps a request's end after writing the response; on a loaded machine the stamp can come
 tens of ms late, so a gap it shows can be shorter than the one the crawler kept (see test_cluster_fencing)."""
 RATE_WINDOW_S = 1.0
+PRE_WINDOW_S = 5.0
 RATE_STEP_S = 0.1
 
 
@@ -74,7 +75,9 @@ def recovery_s(records: Iterable[RequestRecord], fault_s: float) -> float:
     pre-fault rate, or until its end if it never is.
 
     Rate: page responses (every request but robots.txt, counted at its end) per second. Pre-fault rate:
-    those that ended between the first request's start and the fault, over that time. Back: the first
+    those that ended in the PRE_WINDOW_S before the fault (or since the first request, if later), over
+    that time (not since the start: a crawl's first seconds, one node alone, are unlike its steady
+    state). Back: the first
     window of RATE_WINDOW_S starting at or after the fault (in steps of RATE_STEP_S) with at least half
     that rate; the figure is that window's start minus the fault. No such window before the last
     response: the last response's end minus the fault."""
@@ -82,8 +85,8 @@ def recovery_s(records: Iterable[RequestRecord], fault_s: float) -> float:
     starts = [r.start_s for r in records]
     if not pages or not starts or min(starts) >= fault_s:
         return 0.0
-    first = min(starts)
-    pre_rate = bisect.bisect_right(pages, fault_s) / max(fault_s - first, 1e-9)
+    since = max(min(starts), fault_s - PRE_WINDOW_S)
+    pre_rate = (bisect.bisect_right(pages, fault_s) - bisect.bisect_left(pages, since)) / max(fault_s - since, 1e-9)
     need = pre_rate / 2 * RATE_WINDOW_S
     step = 0
     while (s := fault_s + step * RATE_STEP_S) + RATE_WINDOW_S <= pages[-1]:
@@ -91,6 +94,14 @@ def recovery_s(records: Iterable[RequestRecord], fault_s: float) -> float:
             return s - fault_s
         step += 1
     return max(pages[-1] - fault_s, 0.0)
+
+
+def hosts_back_s(hosts: set[str], entries: Iterable[dict[str, Any]], fault_wall: float) -> float | None:
+    """Seconds from the fault (wall clock) to the first request any node started after it to one of
+    ``hosts`` (the victim's at the fault): how long they went unserved. None: never."""
+    after = [float(e["fetched_at"]) for e in entries
+             if e.get("host") in hosts and e.get("fetched_at") is not None and float(e["fetched_at"]) > fault_wall]
+    return min(after) - fault_wall if after else None
 
 
 def fetched_twice(entries: Iterable[dict[str, Any]]) -> set[str]:

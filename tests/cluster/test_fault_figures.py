@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from fault_figures import fetched_twice, gave_up, politeness, recovery_s
+from fault_figures import fetched_twice, gave_up, hosts_back_s, politeness, recovery_s
 
 from webgather.testweb.records import RequestRecord
 
@@ -60,3 +60,10 @@ def test_robots_requests_do_not_count_as_pages() -> None:
 
 def test_fetched_twice() -> None:
     assert fetched_twice([{"url": "u"}, {"url": "v"}, {"url": "u"}]) == {"u"}
+
+
+def test_hosts_back_is_the_first_request_after_the_fault_to_a_host_of_the_victim() -> None:
+    others = [{"host": "h4", "fetched_at": 10.5}, {"host": "h3", "fetched_at": 11.5}, {"host": "h2", "fetched_at": 12.0},
+              {"host": "h1", "fetched_at": 13.0}, {"host": "h1", "fetched_at": 8.0}]
+    assert hosts_back_s({"h1", "h2"}, others, 10.0) == 2.0
+    assert hosts_back_s({"h1", "h2"}, others[:2], 10.0) is None
