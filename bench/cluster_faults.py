@@ -26,12 +26,13 @@ Columns:
   timed out on are excused: its clock counts from its timeout). "resent": short gaps that are the
   transport's one re-send of a GET on a new connection after a kept-alive one was reset with no response
   byte (RFC 9112 9.3.1, issue 13 item 7), counted apart.
-* recover_s: from the fault to the first 1 s window (starting at or after it, 0.1 s steps) in which
-  the server answered at least half as many pages per second as in the 5 s before the fault, or to the
-  last page if the rate never came back (the crawl's tail; hence equal hosts by default). The ``none`` row is
+* recover_s: the server's page responses per second over 1 s windows starting every 0.1 s from the
+  fault, against the rate in the 5 s before it. If a window starting within 5 s of the fault is under
+  half that rate (the dip), the figure is the start of the first window from the dip on that is back at
+  half or more (or the last response, if none is); with no dip, 0. Measured from the fault. The ``none`` row is
   the same figure with no fault, at the moment the fault would have come.
-* hosts back s: from the fault to the first request, by any node, to a host b had requested before it
-  (how long b's hosts went unserved).
+* hosts back s (node faults): from the fault to the first request, by any node, to a host of the
+  buckets b held at its last checkpoint (how long b's hosts went unserved).
 * redis peak: the highest ``used_memory_peak`` (INFO memory) sampled every 0.25 s.
 
     .venv/bin/python bench/cluster_faults.py --rounds 3

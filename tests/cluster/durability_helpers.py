@@ -50,6 +50,7 @@ AGAIN = "b again"
 """The victim's second process (``kill_restart``)."""
 NOT_FETCHED = ("robots", "robots_unavailable", "off_scope")
 FAULTS = ("kill_delete", "kill_restart", "stop", "term", "redis_restart", "none")
+NODE_FAULTS = ("kill_delete", "kill_restart", "stop", "term")
 CRAWL = "dur"
 M = 64
 BOUND_MARGIN_S = 2.0
@@ -101,7 +102,7 @@ class Outcome:
     """Each surviving node's summary.json (the victim's: its last process's)."""
     hosts_back_s: float | None = None
     """From the fault to the first request, by any node, to a host the victim had requested before it
-    (fault_figures.hosts_back_s); None if none came."""
+    (fault_figures.hosts_back_s); None if none came, or the fault was not the victim's."""
 
     def row(self) -> str:
         return (f"closure {self.closure}  archived {self.archived}  missing {len(self.missing)} "
@@ -300,6 +301,8 @@ async def run_scenario(tmp: Path, store_url: str | None, *, fault: str = "kill_d
         async with asyncio.timeout(30):
             counters = await _counters(redis.url)
         records = list(srv.records)
+    with (tmp / "server_records.jsonl").open("w") as out:  # for a second look at the figures
+        out.writelines(json.dumps(r._asdict()) + "\n" for r in records)
     outcome = _outcome(c, fault, crawl_outcomes(model, seeds, config), counters)
     excused = gave_up([*c.victim, *(e for n in _alive(c, fault) for e in _log_entries(c.log(n)))])
     manners = politeness(records, min_delay_s, excused)
@@ -367,7 +370,7 @@ def _outcome(c: _Cluster, fault: str, expected: Any, counters: dict[str, Any]) -
         unattempted=len(set(missing) - attempted), fault=fault,
         refetched_ages=sorted(round(float(e["fetched_at"]) - wall, 2) for e in victim if e["url"] in twice),
         counters=counters, cdxj_mismatch=mismatch, summaries=_summaries(c, alive),
-        hosts_back_s=hosts_back_s(c.victim_hosts(), every, c.fault_wall) if fault != "none" else None)
+        hosts_back_s=hosts_back_s(c.victim_hosts(), every, c.fault_wall) if fault in NODE_FAULTS else None)
 
 
 def _summaries(c: _Cluster, nodes: list[str]) -> dict[str, dict[str, Any]]:

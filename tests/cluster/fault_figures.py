@@ -20,6 +20,8 @@ SERVER_LAG_S = 0.1
 tens of ms late, so a gap it shows can be shorter than the one the crawler kept (see test_cluster_fencing)."""
 RATE_WINDOW_S = 1.0
 PRE_WINDOW_S = 5.0
+DIP_HORIZON_S = 5.0
+"""A dip under half the rate that starts later than this after the fault is the crawl's own tail."""
 RATE_STEP_S = 0.1
 
 
@@ -72,15 +74,16 @@ def politeness(records: Iterable[RequestRecord], delay_s: float, excused: set[tu
 
 def recovery_s(records: Iterable[RequestRecord], fault_s: float) -> float:
     """Seconds from the fault (monotonic, the records' clock) until the crawl is back at half its
-    pre-fault rate, or until its end if it never is.
+    pre-fault rate after the fault made it dip under half; 0 if it never did.
 
-    Rate: page responses (every request but robots.txt, counted at its end) per second. Pre-fault rate:
-    those that ended in the PRE_WINDOW_S before the fault (or since the first request, if later), over
-    that time (not since the start: a crawl's first seconds, one node alone, are unlike its steady
-    state). Back: the first
-    window of RATE_WINDOW_S starting at or after the fault (in steps of RATE_STEP_S) with at least half
-    that rate; the figure is that window's start minus the fault. No such window before the last
-    response: the last response's end minus the fault."""
+    Rate: page responses (every request but robots.txt, counted at its end) per second, over windows of
+    RATE_WINDOW_S starting in steps of RATE_STEP_S from the fault. Pre-fault rate: the responses that
+    ended in the PRE_WINDOW_S before the fault (or since the first request, if later), over that time
+    (not since the start: a crawl's first seconds, one node alone, are unlike its steady state). Dip: the
+    first window starting within DIP_HORIZON_S of the fault under half that rate (the crawl may go on at
+    full rate for a moment after a fault: pages in flight, nodes that have not noticed yet). Back: the
+    first window starting at or after the dip with at least half; the figure is its start minus the fault.
+    Never back before the last response: the last response's end minus the fault."""
     pages = sorted(r.end_s for r in records if r.path != ROBOTS_PATH)
     starts = [r.start_s for r in records]
     if not pages or not starts or min(starts) >= fault_s:
@@ -88,12 +91,16 @@ def recovery_s(records: Iterable[RequestRecord], fault_s: float) -> float:
     since = max(min(starts), fault_s - PRE_WINDOW_S)
     pre_rate = (bisect.bisect_right(pages, fault_s) - bisect.bisect_left(pages, since)) / max(fault_s - since, 1e-9)
     need = pre_rate / 2 * RATE_WINDOW_S
-    step = 0
-    while (s := fault_s + step * RATE_STEP_S) + RATE_WINDOW_S <= pages[-1]:
-        if bisect.bisect_left(pages, s + RATE_WINDOW_S) - bisect.bisect_left(pages, s) >= need:
-            return s - fault_s
-        step += 1
-    return max(pages[-1] - fault_s, 0.0)
+    windows = [fault_s + k * RATE_STEP_S for k in range(max(0, int((pages[-1] - RATE_WINDOW_S - fault_s) / RATE_STEP_S) + 1))]
+
+    def enough(s: float) -> bool:
+        return bisect.bisect_left(pages, s + RATE_WINDOW_S) - bisect.bisect_left(pages, s) >= need
+
+    dip = next((s for s in windows if s - fault_s <= DIP_HORIZON_S and not enough(s)), None)
+    if dip is None:
+        return 0.0
+    back = next((s for s in windows if s >= dip and enough(s)), None)
+    return back - fault_s if back is not None else max(pages[-1] - fault_s, 0.0)
 
 
 def hosts_back_s(hosts: set[str], entries: Iterable[dict[str, Any]], fault_wall: float) -> float | None:

@@ -48,6 +48,15 @@ def test_recovery_is_the_first_window_back_at_half_the_pre_fault_rate() -> None:
     assert recovery_s(steady(10.0, 0.0, 20.0), 10.0) == 0.0  # no dip
 
 
+def test_recovery_counts_from_the_dip_when_the_crawl_went_on_for_a_moment_after_the_fault() -> None:
+    records = steady(10.0, 0.0, 10.5) + steady(10.0, 13.0, 20.0)  # nodes noticed a lost Redis 0.5 s late
+    assert recovery_s(records, 10.0) == pytest.approx(2.5, abs=0.01)  # [12.5, 13.5) holds 13.01..13.41
+
+
+def test_a_dip_long_after_the_fault_is_the_crawls_tail_not_the_fault() -> None:
+    assert recovery_s(steady(10.0, 0.0, 20.0) + steady(1.0, 20.0, 30.0), 10.0) == 0.0
+
+
 def test_recovery_never_back_is_the_time_to_the_end() -> None:
     records = steady(10.0, 0.0, 10.0) + steady(2.0, 10.0, 15.0)
     assert recovery_s(records, 10.0) == pytest.approx(5.0, abs=0.6)
