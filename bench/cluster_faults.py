@@ -20,7 +20,8 @@ Columns:
   record in a surviving WARC (shared store or a surviving node's --out); missing: the difference.
 * refetched: URLs with more than one final fetch over every node's crawl log; bound: the pages b started
   since its last checkpoint's snapshot before the fault (2 s margin for those in flight then), the README's
-  bound for ``[cluster] checkpoint_s``.
+  bound for ``[cluster] checkpoint_s``. With ``--store none`` it is b's pages at the fault and bounds
+  nothing: b's buckets restart empty, their earlier owners' pages are fetched again too (exit 4).
 * politeness: from the test web server's own request records, per host, successive requests that
   overlapped ("at once") or came less than the delay minus 0.1 s apart ("short"; requests the crawler
   timed out on are excused: its clock counts from its timeout). "resent": short gaps that are the
