@@ -53,7 +53,7 @@ async def main() -> None:
             print(f"kill -9 + delete, round {r + 1}: {line}", flush=True)
     for hosts in (int(h) for h in args.sizes.split(",") if h):
         for kind in args.mem_kinds.split(","):
-            line = await _one(args.work / f"mem-{kind}-{hosts}", kind, n_hosts=hosts, kill=False, min_delay_s=0.0,
+            line = await _one(args.work / f"mem-{kind}-{hosts}", kind, n_hosts=hosts, fault="none", min_delay_s=0.0,
                               mean_pages_per_host=20.0, timeout_s=600.0, checkpoint_s=10.0,
                               claim_idle_s=30.0, very_slow_s=16.0)  # fetch timeout ~0.9 s: no timeouts from load
             print(f"no kill, {hosts} hosts: {line}", flush=True)
