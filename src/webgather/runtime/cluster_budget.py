@@ -92,8 +92,8 @@ class CycleBudget:
         got = max(0, min(self.chunk, self.budget - (total - self.chunk)))
         if got < self.chunk:
             await self.coordinator.incr(self.key, got - self.chunk)  # put back what was asked beyond the budget
-        self.operations += 1
         self.dry = got == 0
-        if got:
+        if got:  # a dry ask changes nothing: counted as activity it held a dry node's cycle open for ever
+            self.operations += 1
             self.granted += got
             self.on_grant()
