@@ -30,6 +30,7 @@ FLAG_SETTINGS: dict[str, str] = {
     "--no-dedup": "recrawl.dedup", "--buckets": "cluster.n_buckets", "--partition-by": "cluster.partition_by",
     "--gnp-landmark": "cluster.gnp_landmarks", "--gnp-k": "cluster.gnp_k", "--shared-store": "cluster.shared_store",
     "--metrics": "metrics", "--proxy": "fetch.proxy", "--proxy-rule": "fetch.proxy_rules",
+    "--hooks": "hooks",
 }
 """The flags of ``crawl`` and ``recrawl`` (:mod:`webgather.commands.options`) and the setting each sets."""
 
