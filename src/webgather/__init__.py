@@ -9,13 +9,13 @@ shells (``runtime``, ``fetch``, ``store``, ``cluster``, ``testweb.server``).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import typing
 
 from webgather.config import CrawlConfig, load
 from webgather.errors import WebgatherError
 from webgather.urls import canonicalize, fingerprint, join
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from webgather.api import Crawl, CrawlSummary
     from webgather.runtime.page_hooks import Link, Page
 
@@ -32,10 +32,14 @@ _LAZY = {"Crawl": "webgather.api", "CrawlSummary": "webgather.api", "Link": "web
 parser process, a command that only reads a crawl) need not pay for."""
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> typing.Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'webgather' has no attribute {name!r}")
     import importlib
 
     return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -101,7 +101,8 @@ def _hooks_package(tmp_path: Path) -> Path:
 async def _webgather(*args: str, cwd: Path, pythonpath: Path) -> tuple[int, str, str]:
     env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy") and not k.startswith("WEBGATHER_")}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "webgather", *args, cwd=cwd, env={**env, "PYTHONPATH": str(pythonpath)},
+        sys.executable, "-m", "webgather", *args, cwd=cwd,
+        env={**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(pythonpath), env.get("PYTHONPATH")]))},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
     try:
         out, err = await asyncio.wait_for(proc.communicate(), 180)
