@@ -143,3 +143,21 @@ async def test_a_hooks_module_that_cannot_be_imported_is_a_one_line_error(tmp_pa
         assert code == 2 and "Traceback" not in err and err.count("\n") == 1, (module, err)
         assert needle in err, err
         assert not (tmp_path / "out").exists(), "refused before the crawl starts"
+
+
+@pytest.mark.slow
+async def test_workers_load_the_hooks_module_from_the_crawl_definition(tmp_path: Path) -> None:
+    """``crawl --workers 2 --hooks pkg.mod``: the workers get no --hooks; the stored definition carries it."""
+    model = WebModel(WebParams.for_tests(n_hosts=4))
+    modules = _hooks_package(tmp_path)
+    async with TestWebServer(model) as server:
+        toml = _toml(model, server, tmp_path)
+        code, out, err = await _webgather("crawl", server.home_url(0), "--config", str(toml), "--out", "out",
+                                          "--no-progress", "--pin-cpu", "off", "--workers", "2",
+                                          "--hooks", "sitehooks.extract", cwd=tmp_path, pythonpath=modules)
+    assert code == 0, (out, err)
+    per_node = {d.name: _items(d) for d in sorted((tmp_path / "out" / "nodes").iterdir())
+                if (d / "items.jsonl").exists()}
+    assert sorted(per_node) == ["w0", "w1"], "both workers ran the hook"
+    urls = [i["page_url"] for items in per_node.values() for i in items]
+    assert len(urls) == len(set(urls)) and set(urls) == _html_pages(tmp_path / "out")

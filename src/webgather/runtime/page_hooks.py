@@ -200,9 +200,13 @@ class PageHooks:
         links and filtered by ``on_link``. Returns the page's decision (error ``hook_error`` if a hook
         failed) and the failure's one-line detail. Raises only :class:`WriteFailed` (items not stored)."""
         failure: str | None = None
-        if self._on_page is not None and extracted.page is not None:
+        parsed, tree = extracted.page, extracted.tree
+        # let go of the tree now: the page still awaits its writes, and a lexbor tree held by each of
+        # fetch.concurrency pages in flight tripled a node's peak RSS (69 -> 220 MiB on the node_ab web)
+        extracted.page = extracted.tree = None
+        if self._on_page is not None and parsed is not None:
             try:
-                lines, links = self._run_on_page(item, result, extracted.page, extracted.tree)
+                lines, links = self._run_on_page(item, result, parsed, tree)
             except _HookFailed as exc:
                 failure = str(exc)
             else:
