@@ -78,6 +78,7 @@ def test_items_are_written_with_the_page_url_and_links_are_added_in_scope(tmp_pa
     assert len(added) == 1 and added[0].depth == 3
     assert not any("c.test" in i.url for i in extracted.items)
     assert hooks.counts["items"] == 2 and hooks.counts["links_added"] == 1
+    assert extracted.page is None and extracted.tree is None, "the tree is let go of once the hooks ran"
 
 
 @pytest.mark.parametrize(("hook", "needle"), [
