@@ -14,13 +14,39 @@ package prints nothing (see :mod:`webgather.logs` for the command line's setup).
 from __future__ import annotations
 
 import logging
+import typing
 
 from webgather.config import CrawlConfig, load
 from webgather.errors import WebgatherError
 from webgather.urls import canonicalize, fingerprint, join
 
-__all__ = ["CrawlConfig", "WebgatherError", "__version__", "canonicalize", "fingerprint", "join", "load"]
+if typing.TYPE_CHECKING:
+    from webgather.api import Crawl, CrawlSummary
+    from webgather.runtime.page_hooks import Link, Page
+
+__all__ = [
+    "Crawl", "CrawlConfig", "CrawlSummary", "Link", "Page", "WebgatherError", "__version__", "canonicalize",
+    "fingerprint", "join", "load",
+]
 
 __version__ = "0.1.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
+
+_LAZY = {"Crawl": "webgather.api", "CrawlSummary": "webgather.api", "Link": "webgather.runtime.page_hooks",
+         "Page": "webgather.runtime.page_hooks"}
+"""Exported on first use: importing them loads the whole crawler, which ``import webgather`` (a
+parser process, a command that only reads a crawl) need not pay for."""
+
+
+def __getattr__(name: str) -> typing.Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'webgather' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -88,6 +88,9 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
              "before --proxy (repeatable)")
     add_scope_rule_options(parser)
     add_metrics_option(parser)
+    add("--hooks", default=None, metavar="MODULE",
+        help="page hooks: import path (pkg.mod, on PYTHONPATH) of a module defining on_page(page) and/or "
+             "on_link(url); its items go to OUT/items.jsonl (every node of a cluster loads it)")
     add_log_options(parser)
     show_setting_defaults(parser)
 
@@ -152,9 +155,14 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
     """The config of ``--config``, ``WEBGATHER_*`` and the flags; an error names the flag that set a bad value."""
     cli = cli_settings(args)
     try:
-        return load(args.config, None, cli)
+        config = load(args.config, None, cli)
     except ConfigError as exc:
         raise ConfigError(with_flag(str(exc), cli)) from None
+    if config.hooks:  # a module that cannot be imported: one line now, not in each node later
+        from webgather.runtime.page_hooks import load_hooks
+
+        load_hooks(config.hooks)
+    return config
 
 
 def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
@@ -181,6 +189,7 @@ def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
         "metrics": getattr(args, "metrics", None),
         "fetch.proxy": getattr(args, "proxy", None),
         "fetch.proxy_rules": tuple(args.proxy_rule) if getattr(args, "proxy_rule", None) else None,
+        "hooks": getattr(args, "hooks", None),
     }
     for flag, key in _SCOPE_RULE_FLAGS:
         given = getattr(args, flag, None)

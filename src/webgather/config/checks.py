@@ -43,6 +43,8 @@ def _crawl_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
         (config.metrics is None or listen_address(config.metrics) is not None,
          f"metrics must be PORT or ADDR:PORT with an IP address ([::1]:9100 for IPv6) and a port "
          f"in 0..65535, not {config.metrics!r}"),
+        (config.hooks is None or all(part.isidentifier() for part in config.hooks.split(".")),
+         f"hooks must be a module's import path (pkg.mod), not {config.hooks!r}"),
     ]
 
 

@@ -314,3 +314,7 @@ class CrawlConfig:
     """Serve this node's Prometheus metrics on ``ADDR:PORT`` (``PORT`` alone: 127.0.0.1; port 0: a free
     one, logged at INFO); None: off. With ``--workers N`` worker K listens on PORT+K
     (:mod:`webgather.runtime.metrics`)."""
+    hooks: str | None = None
+    """Page hooks: the import path of a module (``pkg.mod``, importable by the crawl's Python) that defines
+    ``on_page(page)`` and/or ``on_link(url)`` (:mod:`webgather.runtime.page_hooks`). Part of the crawl's
+    definition: every node of a cluster loads the same module. None: no hooks."""

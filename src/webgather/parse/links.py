@@ -40,6 +40,7 @@ __all__ = [
     "ParsedPage",
     "followable",
     "parse_page",
+    "parse_page_tree",
 ]
 
 MAX_ANCHOR_CHARS = 200
@@ -127,12 +128,29 @@ def parse_page(
     ``robots_meta_names`` are the lower-case ``<meta name>`` values obeyed as
     robots directives (add the crawler's product token to honour its own).
     """
+    return parse_page_tree(url, body, content_type_header, want_text=want_text, max_links=max_links,
+                           max_text_chars=max_text_chars, robots_meta_names=robots_meta_names)[0]
+
+
+def parse_page_tree(
+    url: str,
+    body: bytes,
+    content_type_header: str | None = None,
+    *,
+    want_text: bool = True,
+    max_links: int = MAX_LINKS,
+    max_text_chars: int = MAX_TEXT_CHARS,
+    robots_meta_names: tuple[str, ...] = _ROBOTS_NAMES,
+) -> tuple[ParsedPage, LexborHTMLParser | None]:
+    """:func:`parse_page`, and the lexbor tree it built (None if the parser failed), for a
+    caller that reads more of the page (a crawl's ``on_page`` hook) without a second parse.
+    With ``want_text`` the tree has lost its script, style, noscript and template elements."""
     source, charset = _source(body, content_type_header)
     try:
         tree = LexborHTMLParser(source)
         nodes = tree.css(_SELECTOR)
     except (SelectolaxError, ValueError, MemoryError) as exc:
-        return ParsedPage(url, (), None, False, False, url, charset, error=f"parse: {exc}")
+        return ParsedPage(url, (), None, False, False, url, charset, error=f"parse: {exc}"), None
     scan = _Scan(robots_meta_names)
     truncated = scan.read(nodes, max_links)
     base = _base_url(url, scan.base_href)
@@ -142,7 +160,7 @@ def parse_page(
     return ParsedPage(
         url, links, canonical, scan.nofollow, scan.noindex, base, charset,
         scan.title or "", text, truncated,
-    )  # fmt: skip
+    ), tree  # fmt: skip
 
 
 def _source(body: bytes, content_type_header: str | None) -> tuple[bytes | str, str]:

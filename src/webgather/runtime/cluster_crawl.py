@@ -53,6 +53,7 @@ from webgather.runtime.cluster_frontier import keyed_frontier
 from webgather.runtime.cluster_node import ClusterNode
 from webgather.runtime.cluster_recovery import NodeLock
 from webgather.runtime.metrics import serve_node_metrics
+from webgather.runtime.page_hooks import HookFunctions
 from webgather.runtime.parts import NodeParts, open_parts
 from webgather.runtime.progress import Progress
 from webgather.runtime.signals import crawl_signals
@@ -167,11 +168,11 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
                            epoch: float, clock: Clock | None = None,
                            on_start: Callable[[ClusterNode], None] | None = None,
                            handle_signals: bool = False, node_dir: Path | None = None,
-                           progress: bool = False) -> dict[str, Any]:
+                           progress: bool = False, hooks: HookFunctions | None = None) -> dict[str, Any]:
     """Run node ``node_id`` under ``nodes_dir/node_id`` (or ``node_dir``: a one-node crawl writes in
-    its ``--out`` itself) until the crawl ends or it leaves; its summary. A failed write (disk full)
-    ends the node: the summary says so (``write_failed``) if it can still be written, and the
-    :class:`~webgather.errors.WriteFailed` is raised."""
+    its ``--out`` itself) until the crawl ends or it leaves; its summary. ``hooks``: page hooks as
+    functions (else ``config.hooks``'s). A failed write (disk full) ends the node: the summary says
+    so (``write_failed``) if it can still be written, and the :class:`WriteFailed` is raised."""
     check_node(node_id)  # the id is a path component: checked before any directory
     node_dir = node_dir if node_dir is not None else nodes_dir / node_id
     addresses, frontier_cls, spec, config = await _prepare(backend, config, node_id)
@@ -179,7 +180,7 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
     with NodeLock(node_dir):
         summary: dict[str, Any] = {}
         try:
-            async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds,
+            async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds, hooks=hooks,
                                   n_buckets=config.cluster.n_buckets, frontier_cls=frontier_cls) as parts:
                 node = _node(parts, backend, epoch, nodes_dir, frontier_cls, addresses, spec)
                 checkpoints = Checkpointer(node, store) if store is not None else None
@@ -273,6 +274,8 @@ async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] |
             await checkpoints.ack_held()
         if node.cycle is not None:
             summary["recrawl"] = node.cycle.finish(summary["end"] == "done")
+        if parts.page_hooks is not None:
+            summary["hooks"] = dict(parts.page_hooks.counts)
         return summary
     finally:
         if looping is not None and checkpoints is not None:  # before the rows close: a checkpoint reads them

@@ -31,6 +31,7 @@ from webgather.runtime.cluster_budget import budget_key
 from webgather.errors import StoreError
 from webgather.runtime.cluster_crawl import CYCLE, run_cluster_node, start_crawl, start_cycle
 from webgather.runtime.cluster_permits import COUNTER as PERMITS
+from webgather.runtime.page_hooks import HookFunctions
 from webgather.store.outdir import merge_seeds
 from webgather.store.summary import read_summary
 
@@ -48,13 +49,15 @@ async def run_crawl(
     node_id: str = "n0",
     clock: Clock | None = None,
     progress: bool = False,
+    hooks: HookFunctions | None = None,
 ) -> dict[str, Any]:
     """Crawl from ``seeds`` into ``config.out_dir`` until done; return the summary.
 
     The one run path: this is one cluster node (:func:`~webgather.runtime.cluster_crawl.run_cluster_node`)
     on the in-process backend, owning every bucket, writing in ``config.out_dir`` itself. A failed
     write (disk full) stops the crawl: the summary says so (``write_failed``, ``finished`` false)
-    if it can still be written, and the :class:`WriteFailed` is raised."""
+    if it can still be written, and the :class:`WriteFailed` is raised. ``hooks``: page hooks given as
+    functions (:mod:`webgather.runtime.page_hooks`), else those of ``config.hooks``."""
     out_dir = Path(config.out_dir)
     all_seeds = merge_seeds(out_dir, seeds)
     clock = clock or SystemClock()
@@ -63,7 +66,7 @@ async def run_crawl(
     found = await start_crawl(hub, config, all_seeds, nodes=[node_id], epoch=clock.wall())
     if config.max_pages is not None:  # crawl-wide, as in a cluster: earlier runs' pages hold their permits
         await hub.coordinator().incr(PERMITS, min(config.max_pages, _pages_so_far(out_dir)))
-    return await _run_node(hub, config, node_id, found.epoch, clock, progress)
+    return await _run_node(hub, config, node_id, found.epoch, clock, progress, hooks)
 
 
 async def run_cycle(
@@ -112,11 +115,11 @@ async def run_continuous(
 
 
 async def _run_node(hub: InProcessHub, config: CrawlConfig, node_id: str, epoch: float, clock: Clock,
-                    progress: bool) -> dict[str, Any]:
+                    progress: bool, hooks: HookFunctions | None = None) -> dict[str, Any]:
     out_dir = Path(config.out_dir)
     config = dataclasses.replace(config, cluster=dataclasses.replace(config.cluster, member_ttl_s=SOLO_MEMBER_TTL_S))
     return await run_cluster_node(hub, config, node_id=node_id, nodes_dir=out_dir / "nodes", node_dir=out_dir,
-                                  epoch=epoch, clock=clock, handle_signals=True, progress=progress)
+                                  epoch=epoch, clock=clock, handle_signals=True, progress=progress, hooks=hooks)
 
 
 async def _restore_cycle(hub: InProcessHub, out_dir: Path, recrawl: RecrawlConfig) -> None:

@@ -70,6 +70,7 @@ class CrawlNode:
         self._after_route = after_route
         self._hooks = hooks
         self._page_permit = page_permit
+        self._page_hooks = parts.page_hooks
         self._robots = RobotsDriver(parts, self._route, self._wakeup.set, hooks, self.fail)
         self.robots_busy = self._robots.busy
         """Hosts whose robots.txt request is under way."""
@@ -225,10 +226,17 @@ class CrawlNode:
         parts.frontier.release_host(item, now, response_time_s=result.elapsed_s, error=decision.host_error,
                                     retry_after_s=decision.retry_after_s)
         self._wakeup.set()
+        page_hooks = self._page_hooks
         extracted, decision = await extract_parsed(parts.parser, item, result, decision, parts.scope, self._host_fp,
-                                                   self._routed, want_text=self._hooks is not None, opic=self._opic)
+                                                   self._routed, want_text=self._hooks is not None, opic=self._opic,
+                                                   keep_page=page_hooks is not None and page_hooks.wants_page)
+        hook_failure = None
+        if page_hooks is not None:  # the user's on_page / on_link (runtime.page_hooks)
+            decision, hook_failure = page_hooks.apply(item, result, decision, extracted, parts.scope)
         self.stats.links_found += extracted.links_found
         entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
+        if hook_failure is not None:
+            entry["detail"] = hook_failure
         self._route(extracted.items, now)
         if self._after_route is not None:
             await self._after_route()

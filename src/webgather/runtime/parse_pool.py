@@ -41,7 +41,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from webgather.config import ParseConfig
-from webgather.parse.links import ParsedPage, parse_page
+from selectolax.lexbor import LexborHTMLParser
+
+from webgather.parse.links import ParsedPage, parse_page, parse_page_tree
 from webgather.parse.sitemap import SitemapDoc, parse_sitemap
 from webgather.runtime.parse_worker import HEADER
 
@@ -134,6 +136,17 @@ class ParsePool:
         page = await self._in_worker(("page", (url, body, content_type, want_text)))
         assert not isinstance(page, SitemapDoc)  # the worker answers a page with a page
         return page
+
+    async def parse_with_tree(self, url: str, body: bytes, content_type: str | None, *,
+                              want_text: bool) -> tuple[ParsedPage, LexborHTMLParser | None] | ParseFailure:
+        """:meth:`parse`, and the tree of a page parsed inline (for ``on_page`` hooks: no second
+        parse). A page parsed in a parser process comes without one (None): a tree does not pickle."""
+        if parse_inline(body, self._config):
+            return parse_page_tree(url, body, content_type, want_text=want_text)
+        page = await self._in_worker(("page", (url, body, content_type, want_text)))
+        if isinstance(page, SitemapDoc):
+            raise AssertionError("the parser process answered a page with a sitemap")
+        return page if isinstance(page, ParseFailure) else (page, None)
 
     async def parse_sitemap(self, body: bytes) -> SitemapDoc | ParseFailure:
         """:func:`webgather.parse.sitemap.parse_sitemap`, likewise. Its scan is linear, but in

@@ -26,6 +26,7 @@ from webgather.logs import node_context
 from webgather.robots.gate import RobotsGate
 from webgather.runtime.affinity import allowed_cpus, pinned
 from webgather.clock import Clock, SystemClock
+from webgather.runtime.page_hooks import HookFunctions, PageHooks
 from webgather.runtime.parse_pool import ParsePool
 from webgather.runtime.stats import CrawlStats
 from webgather.scope import Scope
@@ -127,6 +128,8 @@ class NodeParts:
     stats: CrawlStats
     parser: ParsePool
     """HTML parsing with a deadline (:mod:`webgather.runtime.parse_pool`)."""
+    page_hooks: PageHooks | None = None
+    """The crawl's ``on_page`` / ``on_link`` hooks and their items file (:mod:`webgather.runtime.page_hooks`)."""
 
 
 @contextlib.asynccontextmanager
@@ -138,23 +141,22 @@ async def open_parts(
     clock: Clock | None = None,
     seeds: Sequence[str] = (),
     n_buckets: int = 4096,
-    frontier_cls: type[Frontier] = Frontier,
+    frontier_cls: type[Frontier] = Frontier, hooks: HookFunctions | None = None,
 ) -> AsyncIterator[NodeParts]:
     """Build every part of a node; close them all (flushing state) on the way out.
 
     ``n_buckets`` and ``frontier_cls`` are for cluster nodes (M of the crawl, and a
     frontier whose buckets follow the crawl's partition key). The node's threads stay
-    on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.affinity`)."""
+    on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.affinity`). ``hooks``: page hooks."""
+    page_hooks = PageHooks.of(config, hooks, out_dir)  # first: a module that cannot be imported stops nothing built
     parser = ParsePool(config.parse, allowed_cpus())  # the mask before the pin: parsers may use every CPU
     # pinned before the writer thread starts (it inherits the mask); the node's records carry its id (logs)
     with pinned(config.pin_cpu), node_context(node_id):
         clock = clock or SystemClock()
         out_dir.mkdir(parents=True, exist_ok=True)
         resolver = Resolver.from_config(config.fetch, clock)
-        frontier = frontier_cls.open(
-            out_dir / "state", config.frontier, config.politeness, n_buckets=n_buckets,
-            max_pages_per_host=config.scope.max_pages_per_host,
-        )
+        frontier = frontier_cls.open(out_dir / "state", config.frontier, config.politeness, n_buckets=n_buckets,
+                                     max_pages_per_host=config.scope.max_pages_per_host)
         writer = ArchiveWriter.open(out_dir, node_id, config.store)
         robots = robots_gate(config)
         stats = CrawlStats(started_at=clock.wall())
@@ -163,22 +165,25 @@ async def open_parts(
             async with HttpClient(config.fetch, resolver, clock) as http:
                 yield NodeParts(
                     config, node_id, out_dir, clock, resolver, http, frontier,
-                    WriterPort(writer), robots, Scope(config.scope, seeds), stats, parser,
+                    WriterPort(writer), robots, Scope(config.scope, seeds), stats, parser, page_hooks,
                 )
         except WriteFailed:
             failed = True
             raise
         finally:
-            await _close(parser, writer, frontier, after_failure=failed)
+            await _close(parser, writer, frontier, page_hooks, after_failure=failed)
 
 
-async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, *, after_failure: bool) -> None:
+async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, page_hooks: PageHooks | None, *,
+                 after_failure: bool) -> None:
     """End the parser processes, drain and close the writer, then close (checkpoint) the
     frontier, each attempted.
 
     ``after_failure``: a failed write stopped the crawl, and that first failure
     (naming the file that could not be written) is the one reported; the same
     full disk failing the closing writes again is only logged."""
+    if page_hooks is not None:
+        page_hooks.close()
     try:
         try:
             await parser.close()

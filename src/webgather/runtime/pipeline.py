@@ -19,6 +19,8 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from selectolax.lexbor import LexborHTMLParser
+
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
@@ -49,6 +51,10 @@ class Extracted:
     links_found: int = 0
     text: str = ""
     """The page's visible text (parsed pages only; the re-crawl's SimHash reads it)."""
+    page: ParsedPage | None = None
+    """The parsed HTML page, kept only when asked (``keep_page``: a crawl with an ``on_page`` hook)."""
+    tree: LexborHTMLParser | None = None
+    """Its lexbor tree, when it was parsed inline (``keep_page``)."""
 
 
 class HostFingerprints:
@@ -146,15 +152,19 @@ async def extract_parsed(
     *,
     want_text: bool = True,
     opic: bool = False,
+    keep_page: bool = False,
 ) -> tuple[Extracted, Decision]:
     """:func:`extract` with the HTML page or sitemap parsed by ``pool`` (bounded in time, off
     the loop when it could be slow). A document the pool could not parse yields nothing
-    (archived unparsed, no link-log record) and the decision returned carries the error kind."""
+    (archived unparsed, no link-log record) and the decision returned carries the error kind.
+    ``keep_page``: the result keeps the parsed HTML page and its tree (``Extracted.page``, ``tree``)."""
     if decision.redirect_to is not None or decision.parse not in ("page", "sitemap"):
         return extract(item, result, decision, scope, host_fp, routed, want_text=want_text, opic=opic), decision
-    doc: ParsedPage | SitemapDoc | ParseFailure
+    doc: ParsedPage | SitemapDoc | ParseFailure | tuple[ParsedPage, LexborHTMLParser | None]
     if decision.parse == "sitemap":
         doc = await pool.parse_sitemap(result.body)
+    elif keep_page:
+        doc = await pool.parse_with_tree(item.url, result.body, result.header("Content-Type"), want_text=want_text)
     else:
         doc = await pool.parse(item.url, result.body, result.header("Content-Type"), want_text=want_text)
     if isinstance(doc, ParseFailure):
@@ -162,6 +172,10 @@ async def extract_parsed(
         return Extracted([], None), replace(decision, error=doc.kind)
     if isinstance(doc, SitemapDoc):
         return _cash_of_sitemap(item, _sitemap_items(doc, scope), opic), decision
+    if isinstance(doc, tuple):
+        out = _links_of(item, doc[0], scope, host_fp, routed, opic)
+        out.page, out.tree = doc
+        return out, decision
     return _links_of(item, doc, scope, host_fp, routed, opic), decision
 
 
