@@ -17,12 +17,9 @@ def register(sub: Any) -> None:
     parser = sub.add_parser("cluster", help="look at a cluster crawl")
     cmds = parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND", required=True)
     status = cmds.add_parser("status", help="nodes, buckets owned, pages/s, queues, cross-URL traffic, load balance")
-    status.add_argument("--redis", default=None, help="Redis URL of the crawl, or @FILE holding it (default: "
-                        "WEBGATHER_REDIS_URL)")
-    from webgather.commands.redis_url import add_redis_file_option
+    from webgather.commands.redis_url import add_crawl_in_redis_options
 
-    add_redis_file_option(status)
-    status.add_argument("--crawl", required=True, help="name of the crawl")
+    add_crawl_in_redis_options(status)
     status.add_argument("--json", action="store_true", help="print members, table and counters as JSON")
     status.set_defaults(func=_status)
 

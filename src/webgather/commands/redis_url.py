@@ -17,12 +17,21 @@ from pathlib import Path
 from webgather.config import REDIS_URL_ENV
 from webgather.errors import ConfigError
 
-__all__ = ["add_redis_file_option", "resolve_redis_url"]
+__all__ = ["add_crawl_in_redis_options", "add_redis_file_option", "resolve_redis_url"]
 
 
 def add_redis_file_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--redis-file", default=None, metavar="PATH",
                         help=f"read the Redis URL from this file (keeps a password out of ps; or set {REDIS_URL_ENV})")
+
+
+def add_crawl_in_redis_options(parser: argparse.ArgumentParser) -> None:
+    """``--redis URL|@FILE``, ``--redis-file PATH`` and ``--crawl NAME``: a command that looks at a
+    crawl in Redis (``cluster status``, ``status serve``)."""
+    parser.add_argument("--redis", default=None, help="Redis URL of the crawl, or @FILE holding it (default: "
+                        f"{REDIS_URL_ENV})")
+    add_redis_file_option(parser)
+    parser.add_argument("--crawl", required=True, help="name of the crawl")
 
 
 def resolve_redis_url(args: argparse.Namespace, *, use_env: bool, env: Mapping[str, str] | None = None) -> str | None:

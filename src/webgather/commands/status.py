@@ -24,12 +24,9 @@ def register(sub: Any) -> None:
     parser = sub.add_parser("status", help="a status page of a cluster crawl")
     cmds = parser.add_subparsers(dest="status_command", metavar="SUBCOMMAND", required=True)
     serve = cmds.add_parser("serve", help="serve a status page (HTML, auto-refreshing; and /status.json)")
-    serve.add_argument("--redis", default=None, help="Redis URL of the crawl, or @FILE holding it (default: "
-                       "WEBGATHER_REDIS_URL)")
-    from webgather.commands.redis_url import add_redis_file_option
+    from webgather.commands.redis_url import add_crawl_in_redis_options
 
-    add_redis_file_option(serve)
-    serve.add_argument("--crawl", required=True, help="name of the crawl")
+    add_crawl_in_redis_options(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on, 0 for any free port (default: %(default)s)")
     serve.add_argument("--refresh-s", type=float, default=5.0, help="seconds between the page's reloads (default: %(default)s)")
