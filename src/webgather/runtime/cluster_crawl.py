@@ -84,6 +84,8 @@ def partition_of(config: CrawlConfig, backend: Backend,
     if config.cluster.partition_by == "host":
         return None, Frontier
     if config.cluster.partition_by == "gnp":  # imported here: numpy and redis-py, which other crawls need not load
+        import scipy.optimize  # noqa: F401  (GNP's fits need it: loaded now, not on the event loop mid-crawl)
+
         from webgather.cluster.positions import positions_of
         from webgather.runtime.cluster_gnp import GnpPlacements
 
