@@ -71,18 +71,18 @@ class Stub:
 
 async def test_static_map_literals_and_cached_lookups() -> None:
     clock = FakeClock()
-    stub = Stub({"dyn.test": ["10.0.0.7", "10.0.0.8"]})
+    stub = Stub({"dyn.test": ["127.0.0.7", "127.0.0.8"]})
     r = Resolver(clock, static={"H1.web.test": "127.0.0.1"}, ttl_s=60.0, lookup=stub)
     assert await r.resolve("h1.web.test") == "127.0.0.1"
     assert await r.resolve("h1.WEB.test.") == "127.0.0.1"
     assert await r.resolve("127.0.0.9") == "127.0.0.9"
     assert await r.resolve("[::1]") == "::1"
     assert stub.calls == 0
-    assert await r.resolve("dyn.test") == "10.0.0.7"
+    assert await r.resolve("dyn.test") == "127.0.0.7"
     clock.advance(59.0)
-    assert await r.resolve("dyn.test") == "10.0.0.7" and stub.calls == 1
+    assert await r.resolve("dyn.test") == "127.0.0.7" and stub.calls == 1
     clock.advance(1.0)
-    assert await r.resolve("dyn.test") == "10.0.0.7" and stub.calls == 2 == r.lookups
+    assert await r.resolve("dyn.test") == "127.0.0.7" and stub.calls == 2 == r.lookups
 
 
 async def test_failures_are_cached_for_the_shorter_ttl() -> None:
@@ -93,9 +93,9 @@ async def test_failures_are_cached_for_the_shorter_ttl() -> None:
         with pytest.raises(DnsFailed, match="gone.test: Name or service not known"):
             await r.resolve("gone.test")
     assert stub.calls == 1
-    stub.answers["gone.test"] = ["10.1.1.1"]
+    stub.answers["gone.test"] = ["127.1.1.1"]
     clock.advance(5.0)
-    assert await r.resolve("gone.test") == "10.1.1.1" and stub.calls == 2
+    assert await r.resolve("gone.test") == "127.1.1.1" and stub.calls == 2
 
 
 async def test_empty_answer_and_slow_lookup_fail() -> None:

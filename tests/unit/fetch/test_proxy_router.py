@@ -12,8 +12,8 @@ from webgather.errors import ConfigError, ProxyAuthFailed, ProxyRefused
 from webgather.fetch.proxy import ProxyRouter, bypasses, check_answer, connect_request, parse_no_proxy
 from webgather.fetch.request import wire_target
 
-HTTP_P = Proxy("10.9.9.1", 3128)
-HTTPS_P = Proxy("10.9.9.2", 8080)
+HTTP_P = Proxy("127.9.9.1", 3128)
+HTTPS_P = Proxy("127.9.9.2", 8080)
 
 
 def route(router: ProxyRouter, url: str) -> Proxy | None:
@@ -60,44 +60,44 @@ def test_proxy_rules_from_toml_environment_and_back(tmp_path) -> None:  # type: 
 
 
 def test_precedence_rules_then_proxy_then_environment() -> None:
-    env = {"http_proxy": "http://10.9.9.1:3128", "HTTPS_PROXY": "10.9.9.2:8080"}
+    env = {"http_proxy": "http://127.9.9.1:3128", "HTTPS_PROXY": "127.9.9.2:8080"}
     from_env = ProxyRouter.from_config(FetchConfig(), env)
     assert route(from_env, "http://a.example/") == HTTP_P
     assert route(from_env, "https://a.example/") == HTTPS_P
     assert route(ProxyRouter.from_config(FetchConfig(), {}), "http://a.example/") is None
-    configured = FetchConfig(proxy="http://10.0.0.7:1", proxy_rules=(ProxyRule("*.intra", "direct"),
-                                                                   ProxyRule("A?.example", "http://10.0.0.8:2")))
+    configured = FetchConfig(proxy="http://127.0.0.7:1", proxy_rules=(ProxyRule("*.intra", "direct"),
+                                                                   ProxyRule("A?.example", "http://127.0.0.8:2")))
     router = ProxyRouter.from_config(configured, env)  # the config names proxies: the environment is not read
     assert route(router, "http://x.intra/") is None
-    assert route(router, "https://ab.example/") == Proxy("10.0.0.8", 2)
-    assert route(router, "https://abc.example/") == Proxy("10.0.0.7", 1)
-    assert route(router, "http://intra/") == Proxy("10.0.0.7", 1)  # *.intra: subdomains only
-    assert router.proxies == {Proxy("10.0.0.7", 1), Proxy("10.0.0.8", 2)}
+    assert route(router, "https://ab.example/") == Proxy("127.0.0.8", 2)
+    assert route(router, "https://abc.example/") == Proxy("127.0.0.7", 1)
+    assert route(router, "http://intra/") == Proxy("127.0.0.7", 1)  # *.intra: subdomains only
+    assert router.proxies == {Proxy("127.0.0.7", 1), Proxy("127.0.0.8", 2)}
     direct = ProxyRouter.from_config(FetchConfig(proxy="direct"), env)
     assert route(direct, "http://a.example/") is None and direct.proxies == frozenset()
-    only_rules = ProxyRouter.from_config(FetchConfig(proxy_rules=(ProxyRule("a.example", "http://10.0.0.8:2"),)), env)
+    only_rules = ProxyRouter.from_config(FetchConfig(proxy_rules=(ProxyRule("a.example", "http://127.0.0.8:2"),)), env)
     assert route(only_rules, "http://b.example/") is None  # rules set: the environment is not read either
 
 
 def test_environment_lower_case_first_and_httpoxy() -> None:
-    both = {"http_proxy": "http://10.9.9.1:3128", "HTTP_PROXY": "http://10.0.0.1:1"}
+    both = {"http_proxy": "http://127.9.9.1:3128", "HTTP_PROXY": "http://127.0.0.1:1"}
     assert route(ProxyRouter.from_config(FetchConfig(), both), "http://a.example/") == HTTP_P
-    cgi = {"HTTP_PROXY": "http://10.0.0.1:1", "REQUEST_METHOD": "GET"}  # a request's "Proxy:" header
+    cgi = {"HTTP_PROXY": "http://127.0.0.1:1", "REQUEST_METHOD": "GET"}  # a request's "Proxy:" header
     assert route(ProxyRouter.from_config(FetchConfig(), cgi), "http://a.example/") is None
     with pytest.raises(ConfigError, match="HTTPS_PROXY"):
-        ProxyRouter.from_config(FetchConfig(), {"HTTPS_PROXY": "socks5://10.0.0.1:1080"})
+        ProxyRouter.from_config(FetchConfig(), {"HTTPS_PROXY": "socks5://127.0.0.1:1080"})
 
 
 def test_no_proxy_entries() -> None:
-    entries = parse_no_proxy("localhost, .example.com *.test.org,10.0.0.0/8 ,[::1], other.net:8080, 192.168.1.5")
+    entries = parse_no_proxy("localhost, .example.com *.test.org,127.0.0.0/16 ,[::1], other.net:8080, 127.168.1.5")
     yes = [("localhost", 80), ("example.com", 80), ("www.example.com", 443), ("a.test.org", 80),
-           ("test.org", 80), ("10.1.2.3", 80), ("::1", 80), ("other.net", 8080), ("192.168.1.5", 80)]
-    no = [("notexample.com", 80), ("example.com.evil", 80), ("11.1.2.3", 80), ("other.net", 80), ("::2", 80)]
+           ("test.org", 80), ("127.0.2.3", 80), ("::1", 80), ("other.net", 8080), ("127.168.1.5", 80)]
+    no = [("notexample.com", 80), ("example.com.evil", 80), ("127.1.2.3", 80), ("other.net", 80), ("::2", 80)]
     assert all(bypasses(entries, h, p) for h, p in yes)
     assert not any(bypasses(entries, h, p) for h, p in no)
     assert bypasses(parse_no_proxy("*"), "anything.at.all", 1)
     assert not bypasses(parse_no_proxy(""), "a", 80)
-    env = {"http_proxy": "http://10.9.9.1:3128", "NO_PROXY": "skip.example"}
+    env = {"http_proxy": "http://127.9.9.1:3128", "NO_PROXY": "skip.example"}
     router = ProxyRouter.from_config(FetchConfig(), env)
     assert route(router, "http://www.skip.example/") is None
     assert route(router, "http://keep.example/") == HTTP_P
@@ -123,6 +123,6 @@ def test_a_cluster_definition_carries_the_proxy_rules() -> None:
     config = load(None, {}, {"fetch.proxy": "http://127.0.0.1:3128",
                              "fetch.proxy_rules": ("*.corp direct", "*.onion http://127.0.0.1:8118")})
     stored = CrawlDefinition.from_text(CrawlDefinition.of(config, ["http://a.example/"], 0.0).to_text())
-    node = stored.crawl_config(**{"fetch.proxy": "http://10.0.0.9:3128"})  # node --proxy: its own
+    node = stored.crawl_config(**{"fetch.proxy": "http://127.0.0.9:3128"})  # node --proxy: its own
     assert node.fetch.proxy_rules == config.fetch.proxy_rules
-    assert (stored.crawl_config().fetch.proxy, node.fetch.proxy) == ("http://127.0.0.1:3128", "http://10.0.0.9:3128")
+    assert (stored.crawl_config().fetch.proxy, node.fetch.proxy) == ("http://127.0.0.1:3128", "http://127.0.0.9:3128")

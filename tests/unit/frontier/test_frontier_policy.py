@@ -95,7 +95,7 @@ def test_retry_after_is_honoured_and_capped() -> None:
 def test_per_ip_cap_holds_hosts_on_one_address() -> None:
     p = make(per_ip_connections=2, min_delay_s=0.0)
     for h in ("a", "b", "c", "d"):
-        p.set_host_ip(h, "10.0.0.1", 0.0)
+        p.set_host_ip(h, "127.0.0.1", 0.0)
         p.set_head(h, 0.0, 0.0)
     started = {p.next_ready(0.0)[0], p.next_ready(0.0)[0]}
     assert len(started) == 2 and None not in started
