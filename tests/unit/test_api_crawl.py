@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 import webgather
-from webgather.config import CrawlConfig
+from webgather.config import CrawlConfig, HooksConfig
 
 
 def test_config_object_path_or_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -25,7 +25,7 @@ def test_config_object_path_or_environment(tmp_path: Path, monkeypatch: pytest.M
 @pytest.mark.parametrize(("kwargs", "needle"), [
     ({"config": 42}, "config must be a CrawlConfig"),
     ({"on_page": "title"}, "on_page must be a function"),
-    ({"config": CrawlConfig(hooks="json"), "on_link": bool}, "hooks given twice"),
+    ({"config": CrawlConfig(hooks=HooksConfig(module="json")), "on_link": bool}, "hooks given twice"),
     ({"config": CrawlConfig(), "seeds": []}, "needs at least one seed"),
     ({"seeds": ["not a url"]}, "not a url"),
 ])
