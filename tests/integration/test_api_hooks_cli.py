@@ -137,7 +137,8 @@ async def test_a_hooks_module_that_cannot_be_imported_is_a_one_line_error(tmp_pa
                            ("sitehooks.broken", "cannot be imported: ModuleNotFoundError: No module named "
                                                 "'no_such_module_here'"),
                            ("sitehooks.empty", "defines neither on_page nor on_link"),
-                           ("not a module", "hooks must be a module's import path")):
+                           ("not a module", "hooks.module must be a module's import path (pkg.mod), "
+                                            "not 'not a module' (set by --hooks)")):
         code, out, err = await _webgather("crawl", "http://a.example/", "--out", "out", "--no-progress",
                                           "--hooks", module, cwd=tmp_path, pythonpath=modules)
         assert code == 2 and "Traceback" not in err and err.count("\n") == 1, (module, err)

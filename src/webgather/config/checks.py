@@ -44,7 +44,7 @@ def _crawl_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
          f"metrics must be PORT or ADDR:PORT with an IP address ([::1]:9100 for IPv6) and a port "
          f"in 0..65535, not {config.metrics!r}"),
         (config.hooks.module is None or all(part.isidentifier() for part in config.hooks.module.split(".")),
-         f"hooks must be a module's import path (pkg.mod), not {config.hooks.module!r}"),
+         f"hooks.module must be a module's import path (pkg.mod), not {config.hooks.module!r}"),
     ]
 
 

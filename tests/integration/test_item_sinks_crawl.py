@@ -1,0 +1,101 @@
+"""Items to Parquet, to an object and from worker processes (``webgather.Crawl(items=, workers=)``)
+against the synthetic web: the items are exactly one per parsed HTML page, as the hook yielded them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import webgather
+from webgather.config import CrawlConfig
+from webgather.testweb.closure import crawl_outcomes
+from webgather.testweb.graph import WebModel
+from webgather.testweb.params import WebParams, crawl_config_for
+from webgather.testweb.server import TestWebServer
+
+import items_hook_module
+from node_crawl_helpers import crawl_config, fetched_urls, final_entries, write_resolve
+
+pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow (the test extra) is not installed")
+HTML = ("text/html", "application/xhtml+xml")
+
+
+def _config(model: WebModel, server: TestWebServer, tmp_path: Path) -> CrawlConfig:
+    return crawl_config(crawl_config_for(model.params), tmp_path / "out", write_resolve(server, tmp_path))
+
+
+def _parsed_pages(out: Path) -> set[str]:
+    return {e["url"] for e in final_entries(out) if e["kind"] == "page" and e["error"] is None
+            and 200 <= (e["status"] or 0) < 300 and e.get("content_type") in HTML}
+
+
+class Recorder:
+    """An on_page that remembers what it yielded."""
+
+    def __init__(self) -> None:
+        self.yielded: list[dict[str, Any]] = []
+
+    def __call__(self, page: webgather.Page) -> list[dict[str, Any]]:
+        item = {"title": page.title, "links": len(page.links), "first": page.links[0].url if page.links else None}
+        self.yielded.append({"page_url": page.url, **item})
+        return [item]
+
+
+async def test_parquet_items_are_what_the_hook_yielded(tmp_path: Path) -> None:
+    model = WebModel(WebParams.for_tests(n_hosts=3))
+    hook = Recorder()
+    async with TestWebServer(model) as server:
+        summary = await webgather.Crawl(server.home_url(0), config=_config(model, server, tmp_path), on_page=hook,
+                                        items=tmp_path / "items.parquet").run_async()
+    assert summary.finished and summary.items == len(hook.yielded) > 5
+    assert summary.items_file == tmp_path / "items.parquet" and not (tmp_path / "out" / "items.jsonl").exists()
+    rows = pq.read_table(summary.items_file).to_pylist()
+    assert sorted(rows, key=lambda r: r["page_url"]) == sorted(({**i, "_extra": None} for i in hook.yielded),
+                                                                key=lambda r: r["page_url"])
+    assert {r["page_url"] for r in rows} == _parsed_pages(tmp_path / "out")
+
+
+async def test_an_item_sink_object_gets_every_item_and_is_closed(tmp_path: Path) -> None:
+    class Collect:
+        def __init__(self) -> None:
+            self.items: list[dict[str, Any]] = []
+            self.closed = 0
+
+        def write(self, item: dict[str, Any]) -> None:
+            self.items.append(item)
+
+        def close(self) -> None:
+            self.closed += 1
+
+    model = WebModel(WebParams.for_tests(n_hosts=3))
+    hook, sink = Recorder(), Collect()
+    async with TestWebServer(model) as server:
+        summary = await webgather.Crawl(server.home_url(0), config=_config(model, server, tmp_path), on_page=hook,
+                                        items=sink).run_async()
+    assert summary.finished and sink.closed == 1 and sink.items == hook.yielded and len(sink.items) > 5
+    assert not (tmp_path / "out" / "items.jsonl").exists()
+
+
+@pytest.mark.slow
+async def test_workers_with_a_hooks_module_give_the_closure_and_every_page_s_items(tmp_path: Path) -> None:
+    model = WebModel(WebParams.for_tests(n_hosts=6))
+    async with TestWebServer(model) as server:
+        config = _config(model, server, tmp_path)
+        seeds = [server.home_url(0)]
+        crawl = webgather.Crawl(seeds, config=config, on_page=items_hook_module.on_page, workers=2,
+                                items="items.parquet")
+        assert crawl.config.hooks.module == "items_hook_module" and crawl.hooks is None
+        summary = await crawl.run_async()
+        expected = crawl_outcomes(model, seeds, config, now_s=server.clock.wall())
+    out = tmp_path / "out"
+    assert summary.finished and summary.raw["workers"] == 2
+    assert set(fetched_urls(final_entries(out))) == set(expected.fetched), "the closure, as one node crawls it"
+    files = summary.items_files
+    assert files == {f"w{k}": out / "nodes" / f"w{k}" / f"items-w{k}.parquet" for k in range(2)}
+    rows = [r for path in files.values() if path.exists() for r in pq.read_table(path).to_pylist()]
+    urls = [r["page_url"] for r in rows]
+    assert len(urls) == len(set(urls)) == summary.items, "each page's item once, counted in the summary"
+    assert set(urls) == _parsed_pages(out)
+    assert all(set(r) == {"page_url", "title", "links", "depth", "_extra"} and r["_extra"] is None for r in rows)
