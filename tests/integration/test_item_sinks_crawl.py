@@ -99,3 +99,56 @@ async def test_workers_with_a_hooks_module_give_the_closure_and_every_page_s_ite
     assert len(urls) == len(set(urls)) == summary.items, "each page's item once, counted in the summary"
     assert set(urls) == _parsed_pages(out)
     assert all(set(r) == {"page_url", "title", "links", "depth", "_extra"} and r["_extra"] is None for r in rows)
+
+
+async def test_this_process_as_a_node_of_a_redis_crawl(tmp_path: Path) -> None:
+    from webgather.cluster.embedded import EmbeddedRedis
+    from webgather.commands.node import default_node_id
+
+    model = WebModel(WebParams.for_tests(n_hosts=3))
+    async with TestWebServer(model) as server:
+        config = _config(model, server, tmp_path)
+        seeds = [server.home_url(0)]
+        with EmbeddedRedis(tmp_path / "redis") as redis:
+            summary = await webgather.Crawl(seeds, config=config, hooks="items_hook_module", items="items.parquet",
+                                            redis=redis.url, crawl_id="api").run_async()
+        expected = crawl_outcomes(model, seeds, config, now_s=server.clock.wall())
+    node = default_node_id()
+    out = tmp_path / "out"
+    assert summary.raw["node"] == node and summary.raw["end"] == "done"
+    assert set(fetched_urls(final_entries(out))) == set(expected.fetched)
+    assert summary.items_file == out / "nodes" / node / f"items-{node}.parquet"
+    urls = [r["page_url"] for r in pq.read_table(summary.items_file).to_pylist()]
+    assert len(urls) == len(set(urls)) == summary.items and set(urls) == _parsed_pages(out)
+
+
+async def test_a_sink_that_fails_stops_the_crawl_loudly_and_the_resume_writes_the_rest(tmp_path: Path) -> None:
+    import json
+
+    from webgather.errors import WriteFailed
+
+    class FailsThird:
+        def __init__(self) -> None:
+            self.items: list[dict[str, Any]] = []
+
+        def write(self, item: dict[str, Any]) -> None:
+            if len(self.items) == 2:
+                raise OSError("the database went away")
+            self.items.append(item)
+
+        def close(self) -> None:
+            pass
+
+    model = WebModel(WebParams.for_tests(n_hosts=3))
+    sink = FailsThird()
+    async with TestWebServer(model) as server:
+        config = _config(model, server, tmp_path)
+        with pytest.raises(WriteFailed, match="item sink <FailsThird>.write raised OSError: the database went away"):
+            await webgather.Crawl(server.home_url(0), config=config, on_page=Recorder(), items=sink).run_async()
+        summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+        assert summary["finished"] is False and "the database went away" in summary["write_failed"]
+        resumed = await webgather.Crawl([], config=config, on_page=Recorder(), items=tmp_path / "rest.jsonl").run_async()
+    assert resumed.finished
+    rest = [json.loads(line)["page_url"] for line in (tmp_path / "rest.jsonl").read_text().splitlines()]
+    got = [i["page_url"] for i in sink.items] + rest
+    assert set(got) == _parsed_pages(tmp_path / "out"), "the page whose item failed is fetched again: none lost"
