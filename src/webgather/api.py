@@ -127,10 +127,10 @@ class Crawl:
             if self.workers and sink is not None:
                 raise ConfigError("items: an object cannot reach worker processes; give a .jsonl or .parquet path")
         self.config = _validated(config, hooks)
-        if items is not None and not functions and not self.config.hooks.module:
-            raise ConfigError("items given, but no hooks to make them: give on_page= or hooks='pkg.mod'")
         self.seeds = read_seeds([seeds] if isinstance(seeds, str) else list(seeds), allow_bare_hosts=True)
-        joins = self.redis is not None and not self.workers
+        joins = self.redis is not None and not self.workers and not self.seeds  # the stored crawl's settings
+        if items is not None and not functions and not self.config.hooks.module and not joins:
+            raise ConfigError("items given, but no hooks to make them: give on_page= or hooks='pkg.mod'")
         if not self.seeds and not joins and not (Path(self.config.out_dir) / "seeds.txt").exists():
             raise ConfigError("a crawl needs at least one seed URL (or an out directory with a crawl to resume)")
         self.hooks = HookFunctions(on_page, on_link, sink) if functions or sink is not None else None

@@ -152,3 +152,33 @@ async def test_a_sink_that_fails_stops_the_crawl_loudly_and_the_resume_writes_th
     rest = [json.loads(line)["page_url"] for line in (tmp_path / "rest.jsonl").read_text().splitlines()]
     got = [i["page_url"] for i in sink.items] + rest
     assert set(got) == _parsed_pages(tmp_path / "out"), "the page whose item failed is fetched again: none lost"
+
+
+async def test_joining_a_redis_crawl_takes_its_hooks_and_this_node_s_items_path(tmp_path: Path) -> None:
+    """``Crawl([], redis=, crawl_id=)`` joins as ``webgather node`` does; ``items`` is this node's, over the crawl's."""
+    import dataclasses
+    import json
+
+    from webgather.cluster.embedded import EmbeddedRedis
+    from webgather.cluster.redis import RedisBackend
+    from webgather.commands.node import default_node_id
+    from webgather.config import HooksConfig
+    from webgather.runtime.cluster_crawl import start_crawl
+
+    model, node = WebModel(WebParams.for_tests(n_hosts=3)), default_node_id()
+    async with TestWebServer(model) as server:
+        config = _config(model, server, tmp_path)
+        started = dataclasses.replace(config, hooks=HooksConfig(module="items_hook_module", items="crawl.parquet"))
+        with EmbeddedRedis(tmp_path / "redis") as redis:
+            backend = await RedisBackend.connect(redis.url, "joined", started.cluster.n_buckets)
+            try:
+                await start_crawl(backend, started, [server.home_url(0)], nodes=[node])
+            finally:
+                await backend.aclose()
+            summary = await webgather.Crawl([], config=config, redis=redis.url, crawl_id="joined",
+                                            items="mine.jsonl").run_async()
+    out = tmp_path / "out"
+    assert summary.raw["end"] == "done" and summary.items_file == out / "nodes" / node / f"mine-{node}.jsonl"
+    items = [json.loads(line) for line in summary.items_file.read_text().splitlines()]
+    assert {i["page_url"] for i in items} == _parsed_pages(out) and all("depth" in i for i in items)
+    assert not (out / "nodes" / node / f"crawl-{node}.parquet").exists()
