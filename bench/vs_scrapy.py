@@ -1,24 +1,48 @@
-"""One node against Scrapy and a lean asyncio loop, on the same static web served by nginx.
+"""One node against Scrapy, Crawlee and a lean asyncio loop, on the same static web served by nginx.
 
 Builds a static copy of the synthetic web (``webgather testweb export``),
 serves it with an nginx started here (foreground, own config, loopback
 addresses only, stopped by its PID), and crawls it from h0001's home page with
+these rows (``--only`` picks some; the default is all of them):
 
 * **webgather**: ``webgather crawl`` with everything on: robots.txt obeyed,
   politeness bookkeeping with zero delay (``--delay 0``; Crawl-delay honoured
   up to 0 s, as Scrapy ignores it), WARC gzipped, link log, persistent
-  frontier and seen-set;
+  frontier and seen-set; **webgather-w2** the same with ``--workers 2``;
 * **scrapy**: a CrawlSpider following every link in the domain, robots.txt
   obeyed (bench/scrapy_crawler.py, under bench/.venv-scrapy, made here);
-* **lean**: bench/lean_crawler.py, asyncio + aiohttp + uvloop with no robots,
-  archive or persistence: the floor for CPU per page.
+* **lean**: bench/lean_crawler.py, asyncio + aiohttp + uvloop + selectolax,
+  robots.txt obeyed (protego) and one connection per host, as webgather, but
+  no archive, log or persistence: the floor for CPU per page;
+* **crawlee** / **crawlee-mem**: Crawlee for Python's ParselCrawler, robots.txt
+  obeyed, with its default file storage (under the run's scratch directory)
+  or memory storage (bench/crawlee_crawler.py, under bench/.venv-crawlee, made
+  here). Its default HTTP client (impit) cannot be given the resolve file, so
+  it runs on Crawlee's httpx client with a network backend that maps names
+  from the file and refuses others: no DNS lookup, as for the other rows.
+
+Every row runs with ``--concurrency`` requests at most and reads host names
+from the same resolve file (loopback addresses; never real DNS). Page counts
+differ by design: Scrapy also follows rel=nofollow links, Crawlee checks
+robots.txt for the ``*`` group only (hosts that disallow ``*`` but allow
+``webgather`` are skipped) and follows ``<a>`` links only. What each row does
+beyond fetching and parsing (printed after the figures):
+
+    crawler      robots.txt obeyed     | one connection per host           | WARC archive | resumable state          | link graph
+    webgather    yes (webgather group) | yes                               | yes (gzip)   | yes (frontier, seen-set) | yes (link log)
+    scrapy       yes (webgather group) | no (per-host limit = concurrency) | no           | no (JOBDIR unset)        | no
+    lean         yes (webgather group) | yes                               | no           | no                       | no
+    crawlee      yes (* group only)    | no (no per-host limit)            | no           | yes (file request queue) | no
+    crawlee-mem  yes (* group only)    | no (no per-host limit)            | no           | no (memory storage)      | no
+    webgather-w2 yes (webgather group) | yes                               | yes (gzip)   | yes (frontier, seen-set) | yes (link log)
 
 Every run is its own process, in alternating order over ``--rounds``;
 measured from outside: pages / wall (process start to exit), CPU ms per page
 (the process's user + sys from ``wait4``) and peak RSS (the larger of
-``wait4``'s ru_maxrss and the sampled RSS sum of the process tree). Medians
-and the ratios of the same run are printed; with ``--workers`` on
-``webgather crawl`` (if the option exists) a ``webgather-w2`` row is added.
+``wait4``'s ru_maxrss and the sampled RSS sum of the process tree). Medians,
+the ratios of the same run (every row to Scrapy, webgather to every peer) and
+issue 18's targets are printed; the ``webgather-w2`` row needs ``--workers``
+on ``webgather crawl`` (skipped if the option is missing).
 
     .venv/bin/python bench/vs_scrapy.py --rounds 3
 
