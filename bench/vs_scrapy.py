@@ -1,24 +1,48 @@
-"""One node against Scrapy and a lean asyncio loop, on the same static web served by nginx.
+"""One node against Scrapy, Crawlee and a lean asyncio loop, on the same static web served by nginx.
 
 Builds a static copy of the synthetic web (``webgather testweb export``),
 serves it with an nginx started here (foreground, own config, loopback
 addresses only, stopped by its PID), and crawls it from h0001's home page with
+these rows (``--only`` picks some; the default is all of them):
 
 * **webgather**: ``webgather crawl`` with everything on: robots.txt obeyed,
   politeness bookkeeping with zero delay (``--delay 0``; Crawl-delay honoured
   up to 0 s, as Scrapy ignores it), WARC gzipped, link log, persistent
-  frontier and seen-set;
+  frontier and seen-set; **webgather-w2** the same with ``--workers 2``;
 * **scrapy**: a CrawlSpider following every link in the domain, robots.txt
   obeyed (bench/scrapy_crawler.py, under bench/.venv-scrapy, made here);
-* **lean**: bench/lean_crawler.py, asyncio + aiohttp + uvloop with no robots,
-  archive or persistence: the floor for CPU per page.
+* **lean**: bench/lean_crawler.py, asyncio + aiohttp + uvloop + selectolax,
+  robots.txt obeyed (protego) and one connection per host, as webgather, but
+  no archive, log or persistence: the floor for CPU per page;
+* **crawlee** / **crawlee-mem**: Crawlee for Python's ParselCrawler, robots.txt
+  obeyed, with its default file storage (under the run's scratch directory)
+  or memory storage (bench/crawlee_crawler.py, under bench/.venv-crawlee, made
+  here). Its default HTTP client (impit) cannot be given the resolve file, so
+  it runs on Crawlee's httpx client with a network backend that maps names
+  from the file and refuses others: no DNS lookup, as for the other rows.
+
+Every row runs with ``--concurrency`` requests at most and reads host names
+from the same resolve file (loopback addresses; never real DNS). Page counts
+differ by design: Scrapy also follows rel=nofollow links, Crawlee checks
+robots.txt for the ``*`` group only (hosts that disallow ``*`` but allow
+``webgather`` are skipped) and follows ``<a>`` links only. What each row does
+beyond fetching and parsing (printed after the figures):
+
+    crawler      robots.txt obeyed     | one connection per host           | WARC archive | resumable state          | link graph
+    webgather    yes (webgather group) | yes                               | yes (gzip)   | yes (frontier, seen-set) | yes (link log)
+    scrapy       yes (webgather group) | no (per-host limit = concurrency) | no           | no (JOBDIR unset)        | no
+    lean         yes (webgather group) | yes                               | no           | no                       | no
+    crawlee      yes (* group only)    | no (no per-host limit)            | no           | yes (file request queue) | no
+    crawlee-mem  yes (* group only)    | no (no per-host limit)            | no           | no (memory storage)      | no
+    webgather-w2 yes (webgather group) | yes                               | yes (gzip)   | yes (frontier, seen-set) | yes (link log)
 
 Every run is its own process, in alternating order over ``--rounds``;
 measured from outside: pages / wall (process start to exit), CPU ms per page
 (the process's user + sys from ``wait4``) and peak RSS (the larger of
-``wait4``'s ru_maxrss and the sampled RSS sum of the process tree). Medians
-and the ratios of the same run are printed; with ``--workers`` on
-``webgather crawl`` (if the option exists) a ``webgather-w2`` row is added.
+``wait4``'s ru_maxrss and the sampled RSS sum of the process tree). Medians,
+the ratios of the same run (every row to Scrapy, webgather to every peer) and
+issue 18's targets are printed; the ``webgather-w2`` row needs ``--workers``
+on ``webgather crawl`` (skipped if the option is missing).
 
     .venv/bin/python bench/vs_scrapy.py --rounds 3
 
@@ -50,6 +74,7 @@ BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 VENV_BIN = Path(sys.executable).parent
 SCRAPY_VENV = BENCH / ".venv-scrapy"
+CRAWLEE_VENV = BENCH / ".venv-crawlee"
 DOMAIN = "web.test"
 
 
@@ -181,19 +206,27 @@ def _wait_listening(address: str, port: int, proc: subprocess.Popen[bytes], pref
     raise SystemExit("vs_scrapy: nginx did not start listening in 15 s")
 
 
-# -- Scrapy's own venv --------------------------------------------------------------
+# -- the peers' own venvs -------------------------------------------------------------
 
-def ensure_scrapy(spec: str) -> Path:
-    python = SCRAPY_VENV / "bin" / "python"
+def ensure_venv(venv: Path, spec: str, modules: str) -> Path:
+    """``venv``'s Python, the venv made and ``spec`` pip-installed first unless ``modules`` import there."""
+    python = venv / "bin" / "python"
     if not python.exists():
-        print(f"vs_scrapy: creating {SCRAPY_VENV} and installing {spec} from PyPI", flush=True)
+        print(f"vs_scrapy: creating {venv} and installing {spec} from PyPI", flush=True)
         base = getattr(sys, "_base_executable", sys.executable)
-        subprocess.run([base, "-m", "venv", str(SCRAPY_VENV)], check=True, timeout=300)
-    probe = subprocess.run([str(python), "-c", "import scrapy; print(scrapy.__version__)"],
-                           capture_output=True, text=True)
+        subprocess.run([base, "-m", "venv", str(venv)], check=True, timeout=300)
+    probe = subprocess.run([str(python), "-c", f"import {modules}"], capture_output=True, text=True)
     if probe.returncode != 0:
         subprocess.run([str(python), "-m", "pip", "install", "-q", spec], check=True, timeout=900)
     return python
+
+
+def ensure_scrapy(spec: str) -> Path:
+    return ensure_venv(SCRAPY_VENV, spec, "scrapy")
+
+
+def ensure_crawlee(spec: str) -> Path:
+    return ensure_venv(CRAWLEE_VENV, spec, "crawlee, parsel, httpx2")
 
 
 def version_of(python: Path, module: str) -> str:
@@ -318,6 +351,20 @@ def lean_crawler(seed: str, resolve: Path, args: argparse.Namespace) -> Crawler:
     return Crawler("lean", command, pages, args.timeout)
 
 
+def crawlee_crawler(name: str, python: Path, seed: str, resolve: Path, args: argparse.Namespace,
+                    storage: str) -> Crawler:
+    """Crawlee's ParselCrawler with its ``file`` (default) or ``memory`` storage; files under the run's scratch."""
+    def command(scratch: Path) -> list[str]:
+        return [str(python), str(BENCH / "crawlee_crawler.py"), seed, "--domain", DOMAIN, "--resolve", str(resolve),
+                "--stats", str(scratch / "stats.json"), "--concurrency", str(args.concurrency),
+                "--storage", storage, "--storage-dir", str(scratch / "storage")]
+
+    def pages(scratch: Path, _stdout: str) -> int:
+        return int(json.loads((scratch / "stats.json").read_text())["pages"])
+
+    return Crawler(name, command, pages, args.timeout)
+
+
 def has_workers_option() -> bool:
     out = subprocess.run([str(VENV_BIN / "webgather"), "crawl", "--help"], capture_output=True, text=True)
     return "--workers" in out.stdout
@@ -371,30 +418,84 @@ def report(crawlers: list[Crawler], header: list[str]) -> str:
     for name, m in table.items():
         lines.append(f"  {name:<13} {m['pages']:6.0f} {m['wall_s']:7.2f} {m['pages_per_s']:8.1f} "
                      f"{m['cpu_ms_per_page']:12.3f} {m['peak_rss_mib']:13.1f}")
-    lines += ["", "ratios (medians of this run):"]
-    for name in [n for n in table if n.startswith("webgather")]:
-        lines += _ratios(name, table)
+    lines += ["", "ratios (medians of this run; row / column):"]
+    lines += _ratios(table)
+    lines += ["", "targets of issue 18 (one webgather node unless said):"]
+    lines += _targets(table)
+    lines += ["", "capabilities (as run here):", *capability_table([c.name for c in crawlers])]
     return "\n".join(lines)
 
 
-def _ratios(name: str, table: dict[str, dict[str, float]]) -> list[str]:
-    wg, out = table[name], []
-    one_node = name == "webgather"  # the issue's targets: >= 10x one node, >= 16x with --workers 2
-    if "scrapy" in table:
-        s = table["scrapy"]
-        speed, rss = wg["pages_per_s"] / s["pages_per_s"], wg["peak_rss_mib"] / s["peak_rss_mib"]
-        out.append(f"  {name + '/scrapy':<20} pages/s {speed:6.2f}x (target >= {10 if one_node else 16})   "
-                   f"peak RSS {rss:5.2f}x (target <= 0.33)   CPU/page {wg['cpu_ms_per_page'] / s['cpu_ms_per_page']:5.3f}x")
-    if "lean" in table:
-        lean = table["lean"]
-        out.append(f"  {name + '/lean':<20} pages/s {wg['pages_per_s'] / lean['pages_per_s']:6.2f}x"
-                   f"                                          "
-                   f"CPU/page {wg['cpu_ms_per_page'] / lean['cpu_ms_per_page']:5.3f}x"
-                   + (" (target <= 1.3)" if one_node else ""))
+def _ratio_line(name: str, other: str, table: dict[str, dict[str, float]]) -> str:
+    a, b = table[name], table[other]
+    return (f"  {name + '/' + other:<24} pages/s {a['pages_per_s'] / b['pages_per_s']:6.2f}x   "
+            f"CPU/page {a['cpu_ms_per_page'] / b['cpu_ms_per_page']:6.3f}x   "
+            f"peak RSS {a['peak_rss_mib'] / b['peak_rss_mib']:5.2f}x")
+
+
+def _ratios(table: dict[str, dict[str, float]]) -> list[str]:
+    """Every row against Scrapy, then each webgather row against every peer."""
+    out = [_ratio_line(name, "scrapy", table) for name in table if name != "scrapy" and "scrapy" in table]
+    for name in [n for n in table if n.startswith("webgather")]:
+        out += [_ratio_line(name, peer, table) for peer in table if not peer.startswith("webgather") and peer != "scrapy"]
+    if "webgather" in table and "webgather-w2" in table:
+        out.append(_ratio_line("webgather-w2", "webgather", table))
     return out
 
 
+def _verdict(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+def _targets(table: dict[str, dict[str, float]]) -> list[str]:
+    if "webgather" not in table:
+        return ["  (no webgather row)"]
+    wg, out = table["webgather"], []
+    cpu = wg["cpu_ms_per_page"]
+    out.append(f"  CPU/page <= 0.45 ms: {cpu:.3f} ms, {_verdict(cpu <= 0.45)}")
+    if "scrapy" in table:
+        s = table["scrapy"]
+        speed, rss = wg["pages_per_s"] / s["pages_per_s"], wg["peak_rss_mib"] / s["peak_rss_mib"]
+        out.append(f"  pages/s >= 12x Scrapy's: {speed:.2f}x, {_verdict(speed >= 12)}")
+        out.append(f"  peak RSS <= 1/3 of Scrapy's: {rss:.2f}x, {_verdict(rss <= 1 / 3)}")
+    if "lean" in table:
+        lean_cpu = cpu / table["lean"]["cpu_ms_per_page"]
+        out.append(f"  CPU/page <= 0.85x the lean loop's: {lean_cpu:.3f}x, {_verdict(lean_cpu <= 0.85)}")
+    peers = [n for n in table if not n.startswith("webgather")]
+    if peers:
+        behind = [f"{n} {wg['pages_per_s'] / table[n]['pages_per_s']:.2f}x" for n in peers
+                  if table[n]["pages_per_s"] >= wg["pages_per_s"]]
+        out.append(f"  ahead of every peer in pages/s ({', '.join(peers)}): "
+                   + (f"{_verdict(False)}, behind {'; '.join(behind)}" if behind else _verdict(True)))
+    if "webgather-w2" in table:
+        w2 = table["webgather-w2"]["pages_per_s"] / wg["pages_per_s"]
+        out.append(f"  --workers 2 >= 1.6x one node's pages/s: {w2:.2f}x, {_verdict(w2 >= 1.6)} "
+                   "(the issue asks it on a larger web, e.g. --hosts 400 --pages-per-host 100)")
+    return out
+
+
+CAPABILITIES = ("robots.txt obeyed", "one connection per host", "WARC archive", "resumable state", "link graph")
+CAPABILITY_ROWS: dict[str, tuple[str, ...]] = {
+    "webgather": ("yes (webgather group)", "yes", "yes (gzip)", "yes (frontier, seen-set)", "yes (link log)"),
+    "webgather-w2": ("yes (webgather group)", "yes", "yes (gzip)", "yes (frontier, seen-set)", "yes (link log)"),
+    "scrapy": ("yes (webgather group)", "no (per-host limit = concurrency)", "no", "no (JOBDIR unset)", "no"),
+    "lean": ("yes (webgather group)", "yes", "no", "no", "no"),
+    "crawlee": ("yes (* group only)", "no (no per-host limit)", "no", "yes (file request queue)", "no"),
+    "crawlee-mem": ("yes (* group only)", "no (no per-host limit)", "no", "no (memory storage)", "no"),
+}
+"""What each row does here, beside its figures; a peer that lacks something keeps its row."""
+
+
+def capability_table(names: list[str]) -> list[str]:
+    widths = [max(len(h), *(len(CAPABILITY_ROWS[n][i]) for n in names)) for i, h in enumerate(CAPABILITIES)]
+    def row(first: str, cells: tuple[str, ...]) -> str:
+        return "  " + f"{first:<13}" + " | ".join(f"{c:<{w}}" for c, w in zip(cells, widths)).rstrip()
+    return [row("crawler", CAPABILITIES), *(row(n, CAPABILITY_ROWS[n]) for n in names)]
+
+
 # -- main -----------------------------------------------------------------------------------
+
+ROWS = ("webgather", "scrapy", "lean", "crawlee", "crawlee-mem", "webgather-w2")
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -406,11 +507,16 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per crawl before it is killed")
     parser.add_argument("--workers-timeout", type=float, default=120.0,
                         help="the same for webgather --workers 2 (killed runs report pages from the crawl logs)")
-    parser.add_argument("--only", default="webgather,scrapy,lean,webgather-w2", help="comma-separated crawlers")
+    parser.add_argument("--only", default=",".join(ROWS), help=f"comma-separated rows among {','.join(ROWS)} (default: all)")
     parser.add_argument("--scrapy", default="scrapy>=2.11,<3", help="pip requirement for Scrapy's venv")
+    parser.add_argument("--crawlee", default="crawlee[parsel,httpx]>=1.11,<2", help="pip requirement for Crawlee's venv")
     parser.add_argument("--work", type=Path, default=BENCH / "results" / "vs_scrapy")
     parser.add_argument("--json", type=Path, default=None, help="also write every run as JSON here")
-    return parser.parse_args()
+    args = parser.parse_args()
+    unknown = sorted(set(args.only.split(",")) - set(ROWS))
+    if unknown:
+        parser.error(f"--only: unknown row(s) {', '.join(unknown)}; choose among {','.join(ROWS)}")
+    return args
 
 
 def main() -> int:
@@ -431,6 +537,13 @@ def main() -> int:
         crawlers.append(scrapy_crawler(python, seed, resolve, args))
     if "lean" in wanted:
         crawlers.append(lean_crawler(seed, resolve, args))
+    crawlee_version = "-"
+    if wanted & {"crawlee", "crawlee-mem"}:
+        python = ensure_crawlee(args.crawlee)
+        crawlee_version = version_of(python, "crawlee")
+        for name, storage in (("crawlee", "file"), ("crawlee-mem", "memory")):
+            if name in wanted:
+                crawlers.append(crawlee_crawler(name, python, seed, resolve, args, storage))
     workers_note = "webgather-w2: not run"
     if "webgather-w2" in wanted:
         if has_workers_option():
@@ -439,7 +552,8 @@ def main() -> int:
         else:
             workers_note = "webgather-w2: skipped (webgather crawl has no --workers option yet)"
     header = [
-        f"vs_scrapy {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {machine_line(scrapy_version)}",
+        f"vs_scrapy {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {machine_line(scrapy_version)}, "
+        f"Crawlee {crawlee_version}",
         f"web: {args.hosts} hosts x {args.pages_per_host:g} pages (seed {args.seed}), {files} static files, "
         f"nginx (1 worker) on {n_addresses} loopback addresses, port {port}; seed {seed}",
         f"{args.rounds} rounds, concurrency {args.concurrency}; {workers_note}",
