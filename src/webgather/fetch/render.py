@@ -20,7 +20,7 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -82,9 +82,12 @@ def _browser_headers(headers: tuple[tuple[str, str], ...]) -> dict[str, str]:
 class Browser:
     """One Chromium, launched by :meth:`start`, rendering pages on demand until :meth:`close`."""
 
-    def __init__(self, browser_path: str, max_subresources: int) -> None:
+    def __init__(self, browser_path: str, max_subresources: int, cpus: frozenset[int] | None = None) -> None:
+        """``cpus``: the CPUs the browser's processes may use (the node's mask before it pinned itself to
+        one: rendering on the node's own CPU would slow both), None: as the caller runs."""
         self._path = browser_path
         self._max_subresources = max_subresources
+        self._cpus = cpus
         self._playwright: Playwright | None = None
         self._browser: PwBrowser | None = None
 
@@ -92,14 +95,15 @@ class Browser:
         check_available(self._path)
         from playwright.async_api import Error, async_playwright
 
-        self._playwright = await async_playwright().start()
-        try:
-            self._browser = await self._playwright.chromium.launch(
-                executable_path=self._path, headless=True, args=list(CHROMIUM_ARGS))
-        except Error as exc:
-            await self._playwright.stop()
-            self._playwright = None
-            raise RenderUnavailable(f"cannot start {self._path}: {str(exc).splitlines()[0]}") from None
+        with _affinity(self._cpus):  # the driver and the browser it starts inherit this thread's CPU mask
+            self._playwright = await async_playwright().start()
+            try:
+                self._browser = await self._playwright.chromium.launch(
+                    executable_path=self._path, headless=True, args=list(CHROMIUM_ARGS))
+            except Error as exc:
+                await self._playwright.stop()
+                self._playwright = None
+                raise RenderUnavailable(f"cannot start {self._path}: {str(exc).splitlines()[0]}") from None
 
     async def close(self) -> None:
         if self._browser is not None:
@@ -133,6 +137,20 @@ class Browser:
         finally:
             with contextlib.suppress(Exception, asyncio.TimeoutError):
                 await asyncio.wait_for(context.close(), _CLOSE_S)
+
+
+@contextlib.contextmanager
+def _affinity(cpus: frozenset[int] | None) -> Iterator[None]:
+    """This thread on ``cpus`` for the block (None, or no affinity on this OS: unchanged)."""
+    if cpus is None or not hasattr(os, "sched_setaffinity"):
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
 
 
 async def _load(page: Page, url: str, timeout_s: float) -> str:

@@ -153,7 +153,7 @@ async def open_parts(
     frontier whose buckets follow the crawl's partition key). The node's threads stay
     on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.affinity`). ``hooks``: page hooks."""
     page_hooks = PageHooks.of(config, hooks, out_dir)  # first: a module that cannot be imported stops nothing built
-    parser = ParsePool(config.parse, allowed_cpus())  # the mask before the pin: parsers may use every CPU
+    parser = ParsePool(config.parse, cpus := allowed_cpus())  # the mask before the pin: parsers, browser: every CPU
     # pinned before the writer thread starts (it inherits the mask); the node's records carry its id (logs)
     with pinned(config.pin_cpu), node_context(node_id):
         clock = clock or SystemClock()
@@ -167,7 +167,7 @@ async def open_parts(
         failed = False
         try:
             async with HttpClient(config.fetch, resolver, clock) as http, \
-                    RenderStage.open(config.render, scope, robots, clock) as render:
+                    RenderStage.open(config.render, scope, robots, clock, cpus) as render:
                 yield NodeParts(
                     config, node_id, out_dir, clock, resolver, http, frontier,
                     WriterPort(writer), robots, scope, stats, parser, page_hooks, render,

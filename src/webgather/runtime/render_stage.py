@@ -75,16 +75,17 @@ class RenderStage:
 
     @classmethod
     @contextlib.asynccontextmanager
-    async def open(cls, config: RenderConfig, scope: Scope, robots: RobotsGate,
-                   clock: Clock) -> AsyncIterator[RenderStage | None]:
+    async def open(cls, config: RenderConfig, scope: Scope, robots: RobotsGate, clock: Clock,
+                   cpus: frozenset[int] | None = None) -> AsyncIterator[RenderStage | None]:
         """The stage with its browser running, or None when no rule asks for rendering (no browser needed).
-        :class:`~webgather.errors.RenderUnavailable` if a rule is given and Playwright or the browser is missing."""
+        :class:`~webgather.errors.RenderUnavailable` if a rule is given and Playwright or the browser is missing.
+        ``cpus``: where the browser runs (the node's CPUs before its pin, :class:`Browser`)."""
         rules = RenderRules.of(config)
         if not rules.active:
             yield None
             return
         check_available(config.browser_path)
-        browser = Browser(config.browser_path, config.max_subresources)
+        browser = Browser(config.browser_path, config.max_subresources, cpus)
         await browser.start()
         try:
             yield cls(config, rules, browser, scope, robots, clock)
