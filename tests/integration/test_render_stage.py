@@ -153,3 +153,46 @@ def test_the_crawl_command_refuses_a_render_rule_without_a_browser(tmp_path: Pat
     assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
     assert "render.browser_path" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process under ``pid`` (from /proc's parent links)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:  # the process ended meanwhile
+                continue
+            parent = int(stat.rpartition(")")[2].split()[1])
+            children.setdefault(parent, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+@needs_browser
+async def test_the_browser_runs_on_the_cpus_the_node_had_before_its_pin() -> None:
+    from webgather.fetch.render import Browser
+
+    allowed = frozenset(os.sched_getaffinity(0))
+    if len(allowed) < 2:
+        pytest.skip("one CPU: nothing to unpin")
+    os.sched_setaffinity(0, {min(allowed)})  # as a pinned node's loop thread
+    browser = Browser(CHROMIUM, 4, allowed)
+    try:
+        await browser.start()
+        assert os.sched_getaffinity(0) == {min(allowed)}  # the thread itself stays pinned
+        masks = {}
+        for pid in descendants(os.getpid()):
+            try:
+                masks[pid] = frozenset(os.sched_getaffinity(pid))
+            except OSError:
+                continue
+        assert masks and all(mask == allowed for mask in masks.values()), masks
+    finally:
+        os.sched_setaffinity(0, allowed)
+        await browser.close()
