@@ -22,10 +22,11 @@ from webgather.urls import canonicalize, fingerprint, join
 
 if typing.TYPE_CHECKING:
     from webgather.api import Crawl, CrawlSummary
+    from webgather.runtime.item_sinks import ItemSink
     from webgather.runtime.page_hooks import Link, Page
 
 __all__ = [
-    "Crawl", "CrawlConfig", "CrawlSummary", "Link", "Page", "WebgatherError", "__version__", "canonicalize",
+    "Crawl", "CrawlConfig", "CrawlSummary", "ItemSink", "Link", "Page", "WebgatherError", "__version__", "canonicalize",
     "fingerprint", "join", "load",
 ]
 
@@ -33,7 +34,8 @@ __version__ = "0.1.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-_LAZY = {"Crawl": "webgather.api", "CrawlSummary": "webgather.api", "Link": "webgather.runtime.page_hooks",
+_LAZY = {"Crawl": "webgather.api", "CrawlSummary": "webgather.api", "ItemSink": "webgather.runtime.item_sinks",
+         "Link": "webgather.runtime.page_hooks",
          "Page": "webgather.runtime.page_hooks"}
 """Exported on first use: importing them loads the whole crawler, which ``import webgather`` (a
 parser process, a command that only reads a crawl) need not pay for."""

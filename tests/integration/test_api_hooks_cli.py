@@ -137,7 +137,8 @@ async def test_a_hooks_module_that_cannot_be_imported_is_a_one_line_error(tmp_pa
                            ("sitehooks.broken", "cannot be imported: ModuleNotFoundError: No module named "
                                                 "'no_such_module_here'"),
                            ("sitehooks.empty", "defines neither on_page nor on_link"),
-                           ("not a module", "hooks must be a module's import path")):
+                           ("not a module", "hooks.module must be a module's import path (pkg.mod), "
+                                            "not 'not a module' (set by --hooks)")):
         code, out, err = await _webgather("crawl", "http://a.example/", "--out", "out", "--no-progress",
                                           "--hooks", module, cwd=tmp_path, pythonpath=modules)
         assert code == 2 and "Traceback" not in err and err.count("\n") == 1, (module, err)
@@ -164,3 +165,24 @@ async def test_workers_load_the_hooks_module_from_the_crawl_definition(tmp_path:
         assert hooks["items"] == len(items) and {i["page_url"] for i in items} == _html_pages(node)
     urls = [i["page_url"] for d in nodes if (d / "items.jsonl").exists() for i in _items(d)]
     assert len(urls) == len(set(urls)) and set(urls) == _html_pages(tmp_path / "out")
+
+
+async def test_items_flag_writes_parquet_and_a_failed_items_write_exits_3(tmp_path: Path) -> None:
+    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow (the test extra) is not installed")
+    model = WebModel(WebParams.for_tests(n_hosts=3))
+    modules = _hooks_package(tmp_path)
+    (tmp_path / "taken.parquet").write_text("a file where the Parquet directory would go")
+    async with TestWebServer(model) as server:
+        toml = _toml(model, server, tmp_path)
+        code, out, err = await _webgather("crawl", server.home_url(0), "--config", str(toml), "--out", "out",
+                                          "--no-progress", "--hooks", "sitehooks.extract", "--items", "items.parquet",
+                                          cwd=tmp_path, pythonpath=modules)
+        assert code == 0, (out, err)
+        failed = await _webgather("crawl", server.home_url(0), "--config", str(toml), "--out", "out2",
+                                  "--no-progress", "--hooks", "sitehooks.extract", "--items", "taken.parquet",
+                                  cwd=tmp_path, pythonpath=modules)
+    rows = pq.read_table(tmp_path / "items.parquet").to_pylist()
+    assert {r["page_url"] for r in rows} == _html_pages(tmp_path / "out") and all(r["h1"] == r["title"] for r in rows)
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["hooks"]["items"] == len(rows) and summary["hooks"]["items_file"] == "items.parquet"
+    assert failed[0] == 3 and failed[2].count("\n") == 1 and "cannot open Parquet items directory" in failed[2], failed

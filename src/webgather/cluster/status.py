@@ -25,7 +25,7 @@ from typing import Any
 
 from webgather.cluster.mapping import BucketTable
 
-__all__ = ["MAX_DEAD_LISTED", "interval_load", "merge_recrawl", "merge_summaries", "status_text"]
+__all__ = ["MAX_DEAD_LISTED", "interval_load", "merge_hooks", "merge_recrawl", "merge_summaries", "status_text"]
 
 MAX_DEAD_LISTED = 10_000
 
@@ -90,7 +90,21 @@ def merge_summaries(summaries: Sequence[Mapping[str, Any]], *, wall_s: float | N
         "load": _load_summary(interval_load(per_node), interval_s),
         "finished": finished,
         **({"recrawl": merge_recrawl(summaries)} if any("recrawl" in s for s in summaries) else {}),
+        **({"hooks": merge_hooks(summaries)} if any("hooks" in s for s in summaries) else {}),
     }
+
+
+def merge_hooks(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The page hooks' counts summed over the nodes, and each node's items file (``items_files``)."""
+    counts: Counter[str] = Counter()
+    files: dict[str, str] = {}
+    for s in summaries:
+        for key, value in dict(s.get("hooks", {})).items():
+            if key == "items_file":
+                files[str(s["node"])] = str(value)
+            else:
+                counts[str(key)] += int(value)
+    return {**dict(sorted(counts.items())), "items_files": files}
 
 
 def merge_recrawl(summaries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:

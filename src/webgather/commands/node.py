@@ -32,7 +32,7 @@ from webgather.errors import ClusterError, ConfigError
 from webgather.logs import add_log_options
 from webgather.store.outdir import prepare_out_dir
 
-__all__ = ["default_node_id", "register", "run_cluster_main"]
+__all__ = ["connect_crawl", "default_node_id", "register", "run_cluster_main"]
 
 
 def register(sub: Any) -> None:
@@ -53,6 +53,9 @@ def register(sub: Any) -> None:
     add("--proxy", default=None, metavar="URL",
         help='this node\'s HTTP proxy, over the crawl\'s (http://[user:password@]host:port or "direct"; '
              "default: the crawl's, else HTTP_PROXY/HTTPS_PROXY/NO_PROXY)")
+    add("--items", default=None, metavar="PATH",
+        help="where this node's hook items go, over the crawl's: .jsonl or .parquet; the node writes "
+             "<stem>-<node id><suffix> in its node directory")
     add_metrics_option(parser)
     add_log_options(parser)
     parser.set_defaults(func=_main)
@@ -68,6 +71,10 @@ def _main(args: argparse.Namespace) -> int:
     if resolve_redis_url(args, use_env=True) is None:
         raise ConfigError(f"node needs the crawl's Redis: --redis URL, --redis-file PATH or {REDIS_URL_ENV}")
     args.node_id = check_node(args.node_id or default_node_id())  # before any directory or connection
+    if args.items is not None:
+        from webgather.runtime.item_sinks import check_items_format
+
+        check_items_format(args.items)
     prepare_out_dir(args.out)
     summary = uvloop.run(_join_and_run(args))
     print(f"node {summary['node']}: {summary['pages']} pages in {summary['wall_s']} s "
@@ -93,7 +100,8 @@ def _workers_exit_code(summary: dict[str, Any]) -> int:
     return code if code or ended else 1
 
 
-async def _connect(url: str, crawl: str, n_buckets: int | None) -> Any:
+async def connect_crawl(url: str, crawl: str, n_buckets: int | None) -> Any:
+    """A backend on the crawl named ``crawl`` in ``url``, with its stored number of buckets unless ``n_buckets``."""
     from webgather.cluster import definition
     from webgather.cluster.mapping import DEFAULT_BUCKETS
     from webgather.cluster.redis import RedisBackend
@@ -110,14 +118,14 @@ async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
     from webgather.runtime.cluster_crawl import current_cycle, join_crawl, run_cluster_node
 
     node_id = args.node_id
-    backend = await _connect(args.redis, args.crawl, args.buckets)
+    backend = await connect_crawl(args.redis, args.crawl, args.buckets)
     try:
         while True:
             out = Path(args.out)
             config, found = await join_crawl(backend, n_buckets=args.buckets, out_dir=str(out), progress=False,
                                              **{"fetch.concurrency": args.concurrency, "pin_cpu": args.pin_cpu,
                                                 "fetch.source_address": args.source_address, "metrics": args.metrics,
-                                                "fetch.proxy": args.proxy})
+                                                "fetch.proxy": args.proxy, "hooks.items": args.items})
             summary = await run_cluster_node(backend, config, node_id=node_id, nodes_dir=out / "nodes",
                                              epoch=found.epoch, handle_signals=True)
             spec = await current_cycle(backend)

@@ -92,7 +92,10 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add_metrics_option(parser)
     add("--hooks", default=None, metavar="MODULE",
         help="page hooks: import path (pkg.mod, on PYTHONPATH) of a module defining on_page(page) and/or "
-             "on_link(url); its items go to OUT/items.jsonl (every node of a cluster loads it)")
+             "on_link(url); its items go to OUT/items.jsonl, or --items (every node of a cluster loads it)")
+    add("--items", default=None, metavar="PATH",
+        help="write the hooks' items to PATH: .jsonl (JSON Lines) or .parquet (Parquet part files, needs pyarrow); "
+             "in a cluster each node writes <stem>-<node id><suffix> in its node directory")
     add_log_options(parser)
     show_setting_defaults(parser)
 
@@ -169,10 +172,14 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
         config = load(args.config, None, cli)
     except ConfigError as exc:
         raise ConfigError(with_flag(str(exc), cli)) from None
-    if config.hooks:  # a module that cannot be imported: one line now, not in each node later
+    if config.hooks.module:  # a module that cannot be imported: one line now, not in each node later
         from webgather.runtime.page_hooks import load_hooks
 
-        load_hooks(config.hooks)
+        load_hooks(config.hooks.module)
+    if config.hooks.items:  # Parquet without pyarrow: one line now, not a crawl that stops at its first item
+        from webgather.runtime.item_sinks import check_items_format
+
+        check_items_format(config.hooks.items)
     if config.render.include or config.render.include_surt:  # no Playwright or no browser: one line now
         from webgather.fetch.render import check_available
 
@@ -204,7 +211,8 @@ def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
         "metrics": getattr(args, "metrics", None),
         "fetch.proxy": getattr(args, "proxy", None),
         "fetch.proxy_rules": tuple(args.proxy_rule) if getattr(args, "proxy_rule", None) else None,
-        "hooks": getattr(args, "hooks", None),
+        "hooks.module": getattr(args, "hooks", None),
+        "hooks.items": getattr(args, "items", None),
     }
     for flag, key in _SCOPE_RULE_FLAGS:
         given = getattr(args, flag, None)

@@ -23,8 +23,8 @@ from typing import Any, Literal
 
 from webgather.config.checks import validate
 from webgather.config.sections import (
-    DEFAULT_USER_AGENT, ClusterConfig, CrawlConfig, FetchConfig, FrontierConfig, ParseConfig, PolitenessConfig,
-    RecrawlConfig, RenderConfig, RobotsConfig, ScopeConfig, StoreConfig,
+    DEFAULT_USER_AGENT, ClusterConfig, CrawlConfig, FetchConfig, FrontierConfig, HooksConfig, ParseConfig,
+    PolitenessConfig, RecrawlConfig, RenderConfig, RobotsConfig, ScopeConfig, StoreConfig,
 )
 from webgather.config.sections import ProxyRule
 from webgather.errors import ConfigError
@@ -37,6 +37,7 @@ __all__ = [
     "CrawlConfig",
     "FetchConfig",
     "FrontierConfig",
+    "HooksConfig",
     "ParseConfig",
     "PolitenessConfig",
     "ProxyRule",
@@ -54,6 +55,9 @@ PRECEDENCE = ("defaults", "file", "env", "cli")
 
 LINE_LISTS = frozenset({"scope.include", "scope.exclude", "scope.include_surt", "scope.exclude_surt"})
 """Lists whose items contain commas (regexes, SURT prefixes): given as one string (a variable), one item per line."""
+
+ALIASES = {"hooks": "hooks.module"}
+"""Older spellings of a setting: ``hooks = "pkg.mod"`` (top level, ``WEBGATHER_HOOKS``) names the hooks module."""
 
 REDIS_URL_ENV = "WEBGATHER_REDIS_URL"
 """A cluster crawl's Redis URL (it may hold a password, so it stays out of argv): not a setting."""
@@ -93,7 +97,7 @@ def layers(
         found.append(("file", _flatten(_read_toml(Path(file)))))
     found.append(("env", _from_env(os.environ if env is None else env)))
     found.append(("cli", {k: v for k, v in (cli or {}).items() if v is not None}))
-    return found
+    return [(source, {ALIASES.get(k, k): v for k, v in layer.items()}) for source, layer in found]
 
 
 def to_toml(config: CrawlConfig) -> str:

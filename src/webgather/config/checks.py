@@ -43,8 +43,8 @@ def _crawl_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
         (config.metrics is None or listen_address(config.metrics) is not None,
          f"metrics must be PORT or ADDR:PORT with an IP address ([::1]:9100 for IPv6) and a port "
          f"in 0..65535, not {config.metrics!r}"),
-        (config.hooks is None or all(part.isidentifier() for part in config.hooks.split(".")),
-         f"hooks must be a module's import path (pkg.mod), not {config.hooks!r}"),
+        (config.hooks.module is None or all(part.isidentifier() for part in config.hooks.module.split(".")),
+         f"hooks.module must be a module's import path (pkg.mod), not {config.hooks.module!r}"),
     ]
 
 
@@ -112,6 +112,10 @@ def _range_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
         (r.dead_after_failures >= 1 and r.history_max >= 1, "recrawl.dead_after_failures and history_max must be >= 1"),
         (0 <= r.near_dup_max_bits <= 64 and r.prior_weight >= 0,
          "recrawl.near_dup_max_bits must be in 0..64, prior_weight >= 0"),
+        (config.hooks.items is None or config.hooks.items.endswith((".jsonl", ".parquet")),
+         f"hooks.items must be a path ending in .jsonl or .parquet (the format), not {config.hooks.items!r}"),
+        (config.hooks.items_batch >= 1 and config.hooks.items_flush_s > 0,
+         "hooks.items_batch must be >= 1 and items_flush_s > 0"),
     ]
 
 

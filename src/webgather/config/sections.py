@@ -12,6 +12,7 @@ __all__ = [
     "RenderConfig",
     "FetchConfig",
     "FrontierConfig",
+    "HooksConfig",
     "ParseConfig",
     "PolitenessConfig",
     "ProxyRule",
@@ -288,6 +289,26 @@ class ParseConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class HooksConfig:
+    """Page hooks and where their items go (:mod:`webgather.runtime.page_hooks`, :mod:`webgather.runtime.item_sinks`).
+    A top-level ``hooks = "pkg.mod"`` (the older spelling, and ``WEBGATHER_HOOKS``) sets ``hooks.module``."""
+
+    module: str | None = None
+    """Page hooks: the import path of a module (``pkg.mod``, importable by the crawl's Python) that defines
+    ``on_page(page)`` and/or ``on_link(url)`` (:mod:`webgather.runtime.page_hooks`). Part of the crawl's
+    definition: every node of a cluster loads the same module. None: no hooks."""
+    items: str | None = None
+    """Where the hooks' items go, the format from the suffix: ``.jsonl`` (JSON Lines) or ``.parquet`` (a
+    directory of Parquet part files; needs pyarrow). On one node the path as given; in a cluster each node
+    writes ``<stem>-<node id><suffix>`` in its own node directory. None: ``items.jsonl`` in the node's directory."""
+    items_batch: int = 1000
+    """Parquet: items kept in memory before they are written as one part file (one row group)."""
+    items_flush_s: float = 10.0
+    """Parquet: items are written at most this long after the first unwritten one arrived (a kill -9
+    loses the unwritten ones: at most ``items_batch`` items, at most this many seconds of them)."""
+
+
+@dataclass(frozen=True, slots=True)
 class RenderConfig:
     """Pages rendered in headless Chromium through Playwright (:mod:`webgather.runtime.render_stage`):
     the HTML pages of URLs a rule matches are loaded in the browser from the bytes already fetched,
@@ -336,8 +357,5 @@ class CrawlConfig:
     """Serve this node's Prometheus metrics on ``ADDR:PORT`` (``PORT`` alone: 127.0.0.1; port 0: a free
     one, logged at INFO); None: off. With ``--workers N`` worker K listens on PORT+K
     (:mod:`webgather.runtime.metrics`)."""
-    hooks: str | None = None
-    """Page hooks: the import path of a module (``pkg.mod``, importable by the crawl's Python) that defines
-    ``on_page(page)`` and/or ``on_link(url)`` (:mod:`webgather.runtime.page_hooks`). Part of the crawl's
-    definition: every node of a cluster loads the same module. None: no hooks."""
+    hooks: HooksConfig = field(default_factory=HooksConfig)
     render: RenderConfig = field(default_factory=RenderConfig)

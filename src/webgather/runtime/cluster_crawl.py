@@ -277,7 +277,7 @@ async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] |
         if node.cycle is not None:
             summary["recrawl"] = node.cycle.finish(summary["end"] == "done")
         if parts.page_hooks is not None:
-            summary["hooks"] = dict(parts.page_hooks.counts)
+            summary["hooks"] = parts.page_hooks.summary()
         return summary
     finally:
         if looping is not None and checkpoints is not None:  # before the rows close: a checkpoint reads them

@@ -32,9 +32,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -128,9 +129,11 @@ async def _finished(url: str, crawl: str, n_buckets: int) -> tuple[bool, dict[st
 
 
 def run_workers(config: CrawlConfig, seeds: Sequence[str], *, workers: int, redis_url: str | None,
-                crawl: str | None, node_args: Sequence[str] = (), cycles: Cycles | None = None) -> dict[str, Any]:
+                crawl: str | None, node_args: Sequence[str] = (), cycles: Cycles | None = None,
+                env: Mapping[str, str] | None = None) -> dict[str, Any]:
     """Run the crawl with ``workers`` local node processes (``cycles``: as re-crawl cycles);
-    returns the (last) merged summary."""
+    returns the (last) merged summary. ``env``: more environment for the workers (the Python API's
+    ``PYTHONPATH``, so they import the hooks module its caller imported)."""
     if workers < 1:
         raise ClusterError("--workers must be at least 1")
     worker_metrics(config.metrics, workers - 1)  # the last worker's port fits, before anything starts
@@ -141,7 +144,7 @@ def run_workers(config: CrawlConfig, seeds: Sequence[str], *, workers: int, redi
     server = EmbeddedRedis(out / "redis") if redis_url is None else None
     url = server.start() if server is not None else str(redis_url)
     run = _Run(url, crawl or DEFAULT_CRAWL, config, [f"w{i}" for i in range(workers)],
-               [*node_args, *(["--once"] if cycles is not None else [])], server)
+               [*node_args, *(["--once"] if cycles is not None else [])], server, dict(env or {}))
     try:
         if cycles is None:
             return run.once(seeds, None)[0]
@@ -169,6 +172,7 @@ class _Run:
     node_args: list[str]
     server: EmbeddedRedis | None
     """The embedded Redis (None: ``--redis URL``), restarted from its data if it dies."""
+    env: dict[str, str]
 
     def once(self, seeds: Sequence[str], cycles: Cycles | None) -> tuple[dict[str, Any], float | None]:
         """One run of the crawl (a cycle, with ``cycles``) by the worker processes; the merged summary."""
@@ -188,7 +192,7 @@ class _Run:
                                                         *(["--metrics", m] if m is not None else [])])
                     for node, cpu, m in zip(nodes, pin, metrics, strict=True)]
         codes, interrupted = _run_processes(commands, out, nodes, supervise=lambda: _restart_if_dead(self.server),
-                                            env=worker_env(self.url))
+                                            env={**worker_env(self.url), **self.env})
         wall_s, error = clock.monotonic() - t0, ""
         try:
             finished, counters = uvloop.run(_finished(self.url, self.name, config.cluster.n_buckets))
@@ -250,7 +254,10 @@ def _run_processes(commands: list[list[str]], out: Path, nodes: list[str], super
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
 
-    old = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # only the main thread may set handlers (the Python API runs this in a thread under run_async):
+    # elsewhere a terminal's Ctrl-C reaches the workers of its process group itself
+    in_main = threading.current_thread() is threading.main_thread()
+    old = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)} if in_main else {}
     try:
         for command, node in zip(commands, nodes, strict=True):
             node_dir = out / "nodes" / node

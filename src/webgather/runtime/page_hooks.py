@@ -3,7 +3,8 @@
 ``on_page(page)`` is called once per HTML page the crawl parsed (a 2xx ``text/html`` body,
 fully received; not for pages whose parse failed) with a :class:`Page`. It yields (or
 returns an iterable of) items, plain dicts written one JSON object a line to
-``items.jsonl`` in the node's directory with the page's URL added as ``page_url`` (an item
+``items.jsonl`` in the node's directory (or where ``[hooks] items`` says: JSON Lines, Parquet
+or the API's object, :mod:`webgather.runtime.item_sinks`) with the page's URL added as ``page_url`` (an item
 that sets ``page_url`` itself keeps its own), and :class:`Link` objects: more URLs to follow,
 through the same scope check and router as the page's own links, at the page's depth + 1.
 ``on_link(url) -> bool`` sees every URL the crawl would newly follow from a fetched page
@@ -26,7 +27,8 @@ hook links (a page's output is all or nothing); its own links are still followed
 ``hook_error`` likewise. Hooks run on the event loop: a slow hook slows the crawl.
 
 Items are written before the page completes: a crash between the two fetches the page
-again after a resume, so an item may appear twice (at least once, never lost).
+again after a resume, so an item may appear twice (at least once, never lost; Parquet
+keeps a batch in memory first: what a kill loses there is in :mod:`webgather.runtime.item_sinks`).
 """
 
 from __future__ import annotations
@@ -34,33 +36,32 @@ from __future__ import annotations
 import importlib
 import json
 import logging
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
-from webgather.appendio import append_bytes
 from webgather.config import CrawlConfig
-from webgather.errors import ConfigError, WriteFailed
+from webgather.errors import ConfigError
 from webgather.fetch.model import FetchResult, first_header
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
 from webgather.parse.charset import decode_html
 from webgather.parse.links import Link as PageLink
 from webgather.parse.links import ParsedPage
+from webgather.runtime.item_sinks import ITEMS_FILE, ItemSink, ItemStore, JsonLinesItems, open_items
 from webgather.runtime.pipeline import Extracted, make_items
 from webgather.scope import Scope
 from webgather.urls import fingerprint, resolve_link
 
-__all__ = ["HOOK_ERROR", "ITEMS_FILE", "HookFunctions", "Link", "Page", "PageHooks", "hook_functions", "load_hooks"]
+__all__ = ["HOOK_ERROR", "ITEMS_FILE", "ItemSink", "HookFunctions", "Link", "Page", "PageHooks", "hook_functions", "load_hooks"]
 
 log = logging.getLogger(__name__)
 
 HOOK_ERROR = "hook_error"
 """Crawl-log error kind: a page hook raised or gave something unusable (module docstring)."""
-ITEMS_FILE = "items.jsonl"
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,10 +140,12 @@ OnLink = Callable[[str], bool]
 
 @dataclass(frozen=True, slots=True)
 class HookFunctions:
-    """The user's hooks (either may be None)."""
+    """The user's hooks (either may be None), and (Python API) the object their items go to."""
 
     on_page: OnPage | None = None
     on_link: OnLink | None = None
+    items: ItemSink | None = None
+    """None: the ``hooks.items`` file (:mod:`webgather.runtime.item_sinks`)."""
 
 
 def load_hooks(module: str) -> HookFunctions:
@@ -164,11 +167,14 @@ def load_hooks(module: str) -> HookFunctions:
 
 def hook_functions(config: CrawlConfig, given: HookFunctions | None) -> HookFunctions | None:
     """The crawl's hooks: ``given`` (the Python API's), else the module of ``config.hooks``, else None."""
-    if given is not None and config.hooks:
+    functions = given is not None and (given.on_page is not None or given.on_link is not None)
+    if functions and config.hooks.module:
         raise ConfigError("hooks given twice: as functions and as the module setting hooks; give one")
-    if given is not None:
-        return given if given.on_page is not None or given.on_link is not None else None
-    return load_hooks(config.hooks) if config.hooks else None
+    if functions:
+        return given
+    if not config.hooks.module:
+        return None
+    return replace(load_hooks(config.hooks.module), items=given.items if given is not None else None)
 
 
 class _HookFailed(Exception):
@@ -176,23 +182,29 @@ class _HookFailed(Exception):
 
 
 class PageHooks:
-    """Runs the hooks of one node on each page and writes its items (``DIR/items.jsonl``)."""
+    """Runs the hooks of one node on each page and writes its items (``DIR/items.jsonl``, or ``items``)."""
 
-    def __init__(self, functions: HookFunctions, out_dir: Path) -> None:
+    def __init__(self, functions: HookFunctions, out_dir: Path, items: ItemStore | None = None) -> None:
         self._on_page, self._on_link = functions.on_page, functions.on_link
         self.wants_page = self._on_page is not None
         """Does the run loop keep each parsed page and its tree for this runner?"""
-        self._path = out_dir / ITEMS_FILE
-        self._fd: int | None = None
+        self.items = items if items is not None else JsonLinesItems(out_dir / ITEMS_FILE)
         self.counts = {"pages": 0, "pages_without_tree": 0, "items": 0, "links_added": 0, "links_dropped": 0,
                        "errors": 0}
 
     @classmethod
-    def of(cls, config: CrawlConfig, given: HookFunctions | None, out_dir: Path) -> PageHooks | None:
+    def of(cls, config: CrawlConfig, given: HookFunctions | None, out_dir: Path,
+           node_id: str = "n0") -> PageHooks | None:
         """The node's runner of ``given`` (the Python API's hooks), else of ``config.hooks``'s module; None
         if there are none. :class:`ConfigError` if the module cannot be loaded (:func:`load_hooks`)."""
         functions = hook_functions(config, given)
-        return cls(functions, out_dir) if functions is not None else None
+        if functions is None:
+            return None
+        return cls(functions, out_dir, open_items(config, out_dir, node_id, functions.items))
+
+    def summary(self) -> dict[str, int | str]:
+        """The ``hooks`` section of the node's summary: this run's counts and where the items went."""
+        return {**self.counts, "items_file": self.items.location}
 
     def apply(self, item: CrawlItem, result: FetchResult, decision: Decision, extracted: Extracted,
               scope: Scope) -> tuple[Decision, str | None]:
@@ -223,7 +235,7 @@ class PageHooks:
         return replace(decision, error=HOOK_ERROR), failure[:300]
 
     def _run_on_page(self, item: CrawlItem, result: FetchResult, parsed: ParsedPage,
-                     tree: LexborHTMLParser | None) -> tuple[list[bytes], list[CrawlItem]]:
+                     tree: LexborHTMLParser | None) -> tuple[list[_Item], list[CrawlItem]]:
         assert self._on_page is not None
         self.counts["pages"] += 1
         self.counts["pages_without_tree"] += tree is None
@@ -232,7 +244,7 @@ class PageHooks:
             outputs = list(produced) if produced is not None else []
         except Exception as exc:  # the user's code: recorded against the page, never the crawl's end
             raise _HookFailed(f"on_page raised {type(exc).__name__}: {exc}") from None
-        lines: list[bytes] = []
+        lines: list[_Item] = []
         links: list[CrawlItem] = []
         for out in outputs:
             if isinstance(out, Link):
@@ -254,29 +266,34 @@ class PageHooks:
         extracted.items = kept
         return None
 
-    def _store(self, lines: list[bytes]) -> None:
-        if not lines:
+    def _store(self, items: list[_Item]) -> None:
+        if not items:
             return
-        if self._fd is None:
-            try:
-                self._fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise WriteFailed.from_os(f"cannot open items file {self._path}", exc) from exc
-        append_bytes(self._fd, b"".join(lines), f"cannot write items file {self._path}")
-        self.counts["items"] += len(lines)
+        self.items.put([record for record, _line in items], [line for _record, line in items])
+        self.counts["items"] += len(items)
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        """Close the item store (Parquet: write what waits; :class:`WriteFailed` if it cannot)."""
+        self.items.close()
 
 
-def _item_line(item: Mapping[object, object], page_url: str) -> bytes:
+_Item = tuple[dict[str, Any], bytes]
+"""One item: the dict handed to a Parquet or object store, and its JSON line."""
+
+
+def _item_line(item: Mapping[object, object], page_url: str) -> _Item:
+    record: dict[Any, Any] = {"page_url": page_url, **item}
     try:
-        text = json.dumps({"page_url": page_url, **item}, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-        return text.encode("utf-8") + b"\n"
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (TypeError, ValueError) as exc:  # UnicodeEncodeError (a lone surrogate) is a ValueError
         raise _HookFailed(f"on_page yielded an item that is not JSON: {exc}") from None
+    try:
+        line = text.encode("utf-8") + b"\n"
+    except UnicodeEncodeError as exc:
+        raise _HookFailed(f"on_page yielded an item that is not JSON: {exc}") from None
+    if not all(isinstance(key, str) for key in record):  # JSON made them strings: so do the other stores
+        record = json.loads(text)
+    return record, line
 
 
 def _link_item(link: Link, base: str, depth: int) -> CrawlItem:

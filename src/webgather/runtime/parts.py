@@ -152,7 +152,7 @@ async def open_parts(
     ``n_buckets`` and ``frontier_cls`` are for cluster nodes (M of the crawl, and a
     frontier whose buckets follow the crawl's partition key). The node's threads stay
     on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.affinity`). ``hooks``: page hooks."""
-    page_hooks = PageHooks.of(config, hooks, out_dir)  # first: a module that cannot be imported stops nothing built
+    page_hooks = PageHooks.of(config, hooks, out_dir, node_id)  # first: a module that cannot be imported stops nothing built
     parser = ParsePool(config.parse, cpus := allowed_cpus())  # the mask before the pin: parsers, browser: every CPU
     # pinned before the writer thread starts (it inherits the mask); the node's records carry its id (logs)
     with pinned(config.pin_cpu), node_context(node_id):
@@ -187,12 +187,14 @@ async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, p
     ``after_failure``: a failed write stopped the crawl, and that first failure
     (naming the file that could not be written) is the one reported; the same
     full disk failing the closing writes again is only logged."""
-    if page_hooks is not None:
-        page_hooks.close()
     try:
         try:
-            await parser.close()
-            await writer.drain()
+            try:
+                if page_hooks is not None:  # Parquet items still in memory are written here
+                    page_hooks.close()
+            finally:
+                await parser.close()
+                await writer.drain()
         finally:
             try:
                 writer.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from webgather.config import CrawlConfig, ScopeConfig
+from webgather.config import CrawlConfig, HooksConfig, ScopeConfig
 from webgather.errors import ConfigError, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
@@ -125,7 +125,7 @@ def test_hooks_from_functions_or_a_module_not_both(tmp_path: Path) -> None:
     assert hook_functions(CrawlConfig(), given) is given
     assert hook_functions(CrawlConfig(), HookFunctions()) is None and hook_functions(CrawlConfig(), None) is None
     with pytest.raises(ConfigError, match="defines neither"):
-        hook_functions(CrawlConfig(hooks="json"), None)
+        hook_functions(CrawlConfig(hooks=HooksConfig(module="json")), None)
     with pytest.raises(ConfigError, match="given twice"):
-        hook_functions(CrawlConfig(hooks="json"), given)
+        hook_functions(CrawlConfig(hooks=HooksConfig(module="json")), given)
     assert not os.path.exists(tmp_path / "items.jsonl")
