@@ -32,7 +32,10 @@ boundary that talks to that library, so callers never catch a library's types::
     │   ├── Fenced                 a request not sent: the node's lease lapsed and its host's bucket moved
     │   ├── TableConflict          a bucket-table compare-and-swap lost a race
     │   └── IncompatibleCrawl      a node's settings (M, crawl name, scope) differ from the crawl's
-    └── AnalysisError          a crawl directory holds nothing to analyse, or inputs disagree
+    ├── AnalysisError          a crawl directory holds nothing to analyse, or inputs disagree
+    └── RenderError            a page could not be rendered in the browser (its links come from the fetched HTML)
+        ├── RenderUnavailable      a [render] rule is given but Playwright or the browser is missing
+        └── RenderTimeout          the page did not render within render.timeout_s
 """
 
 from __future__ import annotations
@@ -63,6 +66,9 @@ __all__ = [
     "ProxyRefused",
     "ProxyUnreachable",
     "RedirectLoop",
+    "RenderError",
+    "RenderTimeout",
+    "RenderUnavailable",
     "SeedError",
     "StoreError",
     "TableConflict",
@@ -204,3 +210,21 @@ class IncompatibleCrawl(ClusterError):
 
 class AnalysisError(WebgatherError):
     """A crawl directory holds nothing to analyse, or its inputs disagree."""
+
+
+class RenderError(WebgatherError):
+    """A page could not be rendered in the browser: its ``kind`` is the crawl-log error kind."""
+
+    kind = "render_error"
+
+
+class RenderUnavailable(RenderError):
+    """A ``[render]`` rule is given but Playwright (the ``render`` extra) or the browser is missing."""
+
+    kind = "render_unavailable"
+
+
+class RenderTimeout(RenderError):
+    """The page did not render within ``render.timeout_s``."""
+
+    kind = "render_timeout"

@@ -46,14 +46,15 @@ class UrlRules:
 
     @classmethod
     def of(cls, include: tuple[str, ...] = (), exclude: tuple[str, ...] = (), include_surt: tuple[str, ...] = (),
-           exclude_surt: tuple[str, ...] = (), strip_query_params: tuple[str, ...] = ()) -> UrlRules:
-        """The compiled rules; :class:`ConfigError` names ``scope.<setting>`` and the bad entry."""
+           exclude_surt: tuple[str, ...] = (), strip_query_params: tuple[str, ...] = (), *,
+           section: str = "scope") -> UrlRules:
+        """The compiled rules; :class:`ConfigError` names ``<section>.<setting>`` and the bad entry."""
         strip = None
         if strip_query_params:
             strip = re.compile("|".join(f"(?:{fnmatch.translate(name.lower())})" for name in strip_query_params),
                                re.I | re.S)
-        return cls(_regexes("scope.include", include), _regexes("scope.exclude", exclude),
-                   _prefixes("scope.include_surt", include_surt), _prefixes("scope.exclude_surt", exclude_surt),
+        return cls(_regexes(f"{section}.include", include), _regexes(f"{section}.exclude", exclude),
+                   _prefixes(f"{section}.include_surt", include_surt), _prefixes(f"{section}.exclude_surt", exclude_surt),
                    strip, any("?" in prefix for prefix in (*include_surt, *exclude_surt)))
 
     @property

@@ -32,7 +32,8 @@ FLAG_SETTINGS: dict[str, str] = {
     "--metrics": "metrics", "--proxy": "fetch.proxy", "--proxy-rule": "fetch.proxy_rules",
     "--include": "scope.include", "--exclude": "scope.exclude", "--include-surt": "scope.include_surt",
     "--exclude-surt": "scope.exclude_surt", "--strip-param": "scope.strip_query_params",
-    "--hooks": "hooks.module", "--items": "hooks.items",
+    "--hooks": "hooks.module", "--items": "hooks.items", "--render": "render.include",
+    "--render-surt": "render.include_surt",
 }
 """The flags of ``crawl`` and ``recrawl`` (:mod:`webgather.commands.options`) and the setting each sets."""
 

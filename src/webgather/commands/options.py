@@ -20,7 +20,8 @@ from webgather.errors import ConfigError
 from webgather.logs import add_log_options
 
 __all__ = [
-    "add_cluster_options", "add_crawl_options", "add_metrics_option", "add_recrawl_options", "add_scope_rule_options",
+    "add_cluster_options", "add_crawl_options", "add_metrics_option", "add_recrawl_options", "add_render_options",
+    "add_scope_rule_options",
     "check_combinations", "check_counts", "cli_settings", "config_from_args", "parse_duration", "recrawl_cli",
 ]
 
@@ -87,6 +88,7 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
         help='hosts matching the glob PATTERN go through PROXY (a URL or "direct"); first match wins, '
              "before --proxy (repeatable)")
     add_scope_rule_options(parser)
+    add_render_options(parser)
     add_metrics_option(parser)
     add("--hooks", default=None, metavar="MODULE",
         help="page hooks: import path (pkg.mod, on PYTHONPATH) of a module defining on_page(page) and/or "
@@ -112,6 +114,15 @@ def add_scope_rule_options(parser: argparse.ArgumentParser) -> None:
     add("--strip-param", action="append", default=None, metavar="NAME",
         help="drop query arguments of this name or glob (e.g. sessionid, 'utm_*'; case-insensitive) from every URL "
              "(repeatable)")
+
+
+def add_render_options(parser: argparse.ArgumentParser) -> None:
+    """``--render`` REGEX, ``--render-surt`` PREFIX: pages rendered in headless Chromium (``[render]``)."""
+    parser.add_argument("--render", action="append", default=None, metavar="REGEX",
+                        help="render pages whose URL this regex matches in headless Chromium and take their links "
+                             "from the rendered DOM (needs the render extra; repeatable)")
+    parser.add_argument("--render-surt", action="append", default=None, metavar="PREFIX",
+                        help="render pages under this SURT prefix, e.g. 'http://(com,example,)/' (repeatable)")
 
 
 def add_metrics_option(parser: argparse.ArgumentParser) -> None:
@@ -169,6 +180,10 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
         from webgather.runtime.item_sinks import check_items_format
 
         check_items_format(config.hooks.items)
+    if config.render.include or config.render.include_surt:  # no Playwright or no browser: one line now
+        from webgather.fetch.render import check_available
+
+        check_available(config.render.browser_path)
     return config
 
 
@@ -213,7 +228,8 @@ def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
 
 
 _SCOPE_RULE_FLAGS = (("include", "scope.include"), ("exclude", "scope.exclude"), ("include_surt", "scope.include_surt"),
-                     ("exclude_surt", "scope.exclude_surt"), ("strip_param", "scope.strip_query_params"))
+                     ("exclude_surt", "scope.exclude_surt"), ("strip_param", "scope.strip_query_params"),
+                     ("render", "render.include"), ("render_surt", "render.include_surt"))
 
 
 _RECRAWL_FLAGS = (("cycle", "--cycle"), ("policy", "--policy"), ("budget", "--budget"), ("new_share", "--new-share"),

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from webgather.config.checks import validate
 from webgather.config.sections import (
     DEFAULT_USER_AGENT, ClusterConfig, CrawlConfig, FetchConfig, FrontierConfig, HooksConfig, ParseConfig,
-    PolitenessConfig, RecrawlConfig, RobotsConfig, ScopeConfig, StoreConfig,
+    PolitenessConfig, RecrawlConfig, RenderConfig, RobotsConfig, ScopeConfig, StoreConfig,
 )
 from webgather.config.sections import ProxyRule
 from webgather.errors import ConfigError
@@ -42,6 +42,7 @@ __all__ = [
     "PolitenessConfig",
     "ProxyRule",
     "RecrawlConfig",
+    "RenderConfig",
     "RobotsConfig",
     "ScopeConfig",
     "StoreConfig",

@@ -19,7 +19,7 @@ def validate(config: CrawlConfig, allowed_cpus: int | None = None) -> None:
     ``allowed_cpus``: how many CPUs this process may run on (None: unknown), for ``pin_cpu``."""
     for ok, message in [*_crawl_checks(config), *_fetch_checks(config), *_cluster_checks(config),
                         *_range_checks(config), _pin_cpu_check(config.pin_cpu, allowed_cpus),
-                        _scope_rules_check(config)]:
+                        _scope_rules_check(config), *_render_checks(config)]:
         if not ok:
             raise ConfigError(message)
 
@@ -168,3 +168,20 @@ def _scope_rules_check(config: CrawlConfig) -> tuple[bool, str]:
     except ConfigError as exc:
         return False, str(exc)
     return True, ""
+
+
+def _render_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
+    """``[render]``: its ranges, and a bad regex or SURT prefix named before the crawl starts."""
+    r = config.render
+    try:
+        UrlRules.of(r.include, (), r.include_surt, (), section="render")
+        rules_ok, problem = True, ""
+    except ConfigError as exc:
+        rules_ok, problem = False, str(exc)
+    return [
+        (rules_ok, problem),
+        (r.timeout_s > 0, "render.timeout_s must be > 0"),
+        (r.max_pages >= 1, "render.max_pages must be >= 1"),
+        (r.max_subresources >= 0, "render.max_subresources must be >= 0"),
+        (bool(r.browser_path), "render.browser_path must name the Chromium executable"),
+    ]

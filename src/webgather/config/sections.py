@@ -9,6 +9,7 @@ __all__ = [
     "DEFAULT_USER_AGENT",
     "ClusterConfig",
     "CrawlConfig",
+    "RenderConfig",
     "FetchConfig",
     "FrontierConfig",
     "HooksConfig",
@@ -308,6 +309,27 @@ class HooksConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class RenderConfig:
+    """Pages rendered in headless Chromium through Playwright (:mod:`webgather.runtime.render_stage`):
+    the HTML pages of URLs a rule matches are loaded in the browser from the bytes already fetched,
+    and their links are taken from the rendered DOM (archived as a WARC ``conversion`` record).
+    No rule: nothing is rendered and Playwright is not needed (the ``render`` extra)."""
+
+    include: tuple[str, ...] = ()
+    """Render pages whose canonical URL this regex matches (searched; any of the list)."""
+    include_surt: tuple[str, ...] = ()
+    """Render pages under this SURT prefix, e.g. 'http://(test,web,h0001,)/' (any of the list)."""
+    browser_path: str = "/usr/bin/chromium"
+    """The Chromium executable Playwright drives (Debian's ``chromium``; never downloaded)."""
+    timeout_s: float = 20.0
+    """A page not rendered within this is ``render_timeout``: its links come from the fetched HTML."""
+    max_pages: int = 2
+    """Pages rendering at once on a node (each a browser tab); more wait their turn."""
+    max_subresources: int = 32
+    """Scripts and XHR a page may load through the crawler's HTTP client; past this they are aborted."""
+
+
+@dataclass(frozen=True, slots=True)
 class CrawlConfig:
     out_dir: str = "crawl-out"
     """Output directory: WARC files, logs, summary and the state a resumed crawl continues from."""
@@ -336,3 +358,4 @@ class CrawlConfig:
     one, logged at INFO); None: off. With ``--workers N`` worker K listens on PORT+K
     (:mod:`webgather.runtime.metrics`)."""
     hooks: HooksConfig = field(default_factory=HooksConfig)
+    render: RenderConfig = field(default_factory=RenderConfig)

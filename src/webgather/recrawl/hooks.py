@@ -59,7 +59,8 @@ class FetchHooks(Protocol):
     def request_headers(self, item: CrawlItem) -> dict[str, str] | None: ...
 
     async def store(
-        self, item: CrawlItem, result: FetchResult, entry: dict[str, object], links: LinkArgs | None, text: str
+        self, item: CrawlItem, result: FetchResult, entry: dict[str, object], links: LinkArgs | None, text: str,
+        rendered: bytes | None = None,
     ) -> None: ...
 
     def unfetched(self, item: CrawlItem, error: str) -> None: ...
@@ -99,8 +100,10 @@ class RecrawlHooks:
         return conditional_headers(self.state.get(item.fp))
 
     async def store(
-        self, item: CrawlItem, result: FetchResult, entry: dict[str, object], links: LinkArgs | None, text: str
+        self, item: CrawlItem, result: FetchResult, entry: dict[str, object], links: LinkArgs | None, text: str,
+        rendered: bytes | None = None,
     ) -> None:
+        """``rendered``: the page's DOM from the browser, archived beside a fetched (not a revisit) response."""
         previous = self.state.get(item.fp)
         digest = sha1_digest(result.raw_body) if result.status is not None else None
         mode = store_mode(previous, result, digest, self.config.dedup)
@@ -112,7 +115,7 @@ class RecrawlHooks:
             visit = self._fetch_visit(item, result, digest, links, text, previous)
             if visit.near_dup_of is not None:
                 entry["near_dup_of"] = visit.near_dup_of
-            ref = await self.writer.write(result, entry, _changed_links(links, visit, previous))
+            ref = await self.writer.write(result, entry, _changed_links(links, visit, previous), rendered=rendered)
             visit = Visit(result, mode, digest, ref, visit.simhash, visit.near_dup_of, visit.links_digest)
         self._save(previous, item, visit)
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from webgather.errors import Fenced, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
-from webgather.outcome import decide
+from webgather.outcome import Decision, decide
 from webgather.runtime.parts import NodeParts
 from webgather.runtime.pipeline import (
     HostFingerprints, RoutedUrls, extract_parsed, link_log_args, log_entry, seed_items, unfetched_entry,
@@ -227,12 +227,13 @@ class CrawlNode:
                                     retry_after_s=decision.retry_after_s)
         self._wakeup.set()
         page_hooks = self._page_hooks
-        extracted, decision = await extract_parsed(parts.parser, item, result, decision, parts.scope, self._host_fp,
+        view, dom, decision = await self._rendered(item, result, decision)
+        extracted, decision = await extract_parsed(parts.parser, item, view, decision, parts.scope, self._host_fp,
                                                    self._routed, want_text=self._hooks is not None, opic=self._opic,
                                                    keep_page=page_hooks is not None and page_hooks.wants_page)
         hook_failure = None
         if page_hooks is not None:  # the user's on_page / on_link (runtime.page_hooks)
-            decision, hook_failure = page_hooks.apply(item, result, decision, extracted, parts.scope)
+            decision, hook_failure = page_hooks.apply(item, view, decision, extracted, parts.scope)
         self.stats.links_found += extracted.links_found
         entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
         if hook_failure is not None:
@@ -242,11 +243,20 @@ class CrawlNode:
             await self._after_route()
         links = link_log_args(item, extracted.link_records, self._host_fp)
         if self._hooks is None:
-            await parts.writer.write(result, entry, links)
+            await parts.writer.write(result, entry, links, dom)
         else:
-            await self._hooks.store(item, result, entry, links, extracted.text)
+            await self._hooks.store(item, result, entry, links, extracted.text, dom)
         self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body), item.url)
         parts.frontier.complete(item, clock.monotonic())
+
+    async def _rendered(self, item: CrawlItem, result: FetchResult, decision: Decision
+                        ) -> tuple[FetchResult, bytes | None, Decision]:
+        """The page to parse (rendered in the browser when a ``[render]`` rule matches: runtime.render_stage),
+        its rendered DOM to archive (or None), and the decision (a failed render's error kind)."""
+        if self.parts.render is None:
+            return result, None, decision
+        rendered = await self.parts.render.render(item, result, decision, self.parts.http)
+        return rendered.result, rendered.dom, rendered.decision
 
     async def _record_internal_error(self, item: CrawlItem, exc: Exception) -> None:
         parts = self.parts

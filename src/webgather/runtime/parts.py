@@ -28,6 +28,7 @@ from webgather.runtime.affinity import allowed_cpus, pinned
 from webgather.clock import Clock, SystemClock
 from webgather.runtime.page_hooks import HookFunctions, PageHooks
 from webgather.runtime.parse_pool import ParsePool
+from webgather.runtime.render_stage import RenderStage
 from webgather.runtime.stats import CrawlStats
 from webgather.scope import Scope
 from webgather.store.warc import ArchiveRef
@@ -68,7 +69,8 @@ class WriterPort:
         self._waiters: list[asyncio.Future[None]] = []
         self._flusher: asyncio.Task[None] | None = None
 
-    async def write(self, result: FetchResult, entry: dict[str, object], links: LinkArgs | None) -> ArchiveRef | None:
+    async def write(self, result: FetchResult, entry: dict[str, object], links: LinkArgs | None,
+                    rendered: bytes | None = None) -> ArchiveRef | None:
         """Archive and log one result; returns its ref once the log line is flushed.
 
         The flush job queues behind the write, so its completion covers the write
@@ -78,7 +80,7 @@ class WriterPort:
         page_links: Sequence[tuple[str, int, int, str, bool]] | None = links[3] if links is not None else None
         refs: list[ArchiveRef | None] = []
         await self.writer.wait_for_room()  # then a blocking put is rare and brief (the writer frees slots itself)
-        self.writer.submit_fetch(result, entry, page_links, on_ref=refs.append)
+        self.writer.submit_fetch(result, entry, page_links, on_ref=refs.append, rendered=rendered)
         await self._durable()
         return refs[0] if refs else None
 
@@ -130,6 +132,8 @@ class NodeParts:
     """HTML parsing with a deadline (:mod:`webgather.runtime.parse_pool`)."""
     page_hooks: PageHooks | None = None
     """The crawl's ``on_page`` / ``on_link`` hooks and their items file (:mod:`webgather.runtime.page_hooks`)."""
+    render: RenderStage | None = None
+    """Pages rendered in headless Chromium (``[render]``, :mod:`webgather.runtime.render_stage`); None: none."""
 
 
 @contextlib.asynccontextmanager
@@ -149,7 +153,7 @@ async def open_parts(
     frontier whose buckets follow the crawl's partition key). The node's threads stay
     on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.affinity`). ``hooks``: page hooks."""
     page_hooks = PageHooks.of(config, hooks, out_dir, node_id)  # first: a module that cannot be imported stops nothing built
-    parser = ParsePool(config.parse, allowed_cpus())  # the mask before the pin: parsers may use every CPU
+    parser = ParsePool(config.parse, cpus := allowed_cpus())  # the mask before the pin: parsers, browser: every CPU
     # pinned before the writer thread starts (it inherits the mask); the node's records carry its id (logs)
     with pinned(config.pin_cpu), node_context(node_id):
         clock = clock or SystemClock()
@@ -158,14 +162,15 @@ async def open_parts(
         frontier = frontier_cls.open(out_dir / "state", config.frontier, config.politeness, n_buckets=n_buckets,
                                      max_pages_per_host=config.scope.max_pages_per_host)
         writer = ArchiveWriter.open(out_dir, node_id, config.store)
-        robots = robots_gate(config)
+        robots, scope = robots_gate(config), Scope(config.scope, seeds)
         stats = CrawlStats(started_at=clock.wall())
         failed = False
         try:
-            async with HttpClient(config.fetch, resolver, clock) as http:
+            async with HttpClient(config.fetch, resolver, clock) as http, \
+                    RenderStage.open(config.render, scope, robots, clock, cpus) as render:
                 yield NodeParts(
                     config, node_id, out_dir, clock, resolver, http, frontier,
-                    WriterPort(writer), robots, Scope(config.scope, seeds), stats, parser, page_hooks,
+                    WriterPort(writer), robots, scope, stats, parser, page_hooks, render,
                 )
         except WriteFailed:
             failed = True

@@ -1,4 +1,4 @@
-"""WARC 1.1 records as bytes: warcinfo, request, response, revisit. Pure.
+"""WARC 1.1 records as bytes: warcinfo, request, response, revisit, conversion. Pure.
 
 Why not warcio's writer: building the few header lines ourselves is several
 times faster (measured in bench/store_speed.py) and byte-for-byte predictable
@@ -29,6 +29,7 @@ __all__ = [
     "RevisitProfile",
     "WarcRecord",
     "b32_160",
+    "conversion_record",
     "http_request_block",
     "http_response_head",
     "iso_date",
@@ -227,3 +228,16 @@ def _common(
     if result.peer_ip:
         fields.append(("WARC-IP-Address", result.peer_ip))
     return fields
+
+
+def conversion_record(url: str, record_id: str, date: str, refers_to: str, html: bytes,
+                      warcinfo_id: str | None) -> WarcRecord:
+    """A ``conversion`` record: the DOM of the page rendered in a browser (``text/html``, UTF-8),
+    ``WARC-Refers-To`` the response record it was rendered from (WARC 1.1 section 6.9)."""
+    digest = sha1_digest(html)
+    fields = [("WARC-Type", "conversion"), ("WARC-Record-ID", record_id), ("WARC-Date", date),
+              ("WARC-Target-URI", url), ("Content-Type", "text/html; charset=utf-8")]
+    if warcinfo_id is not None:
+        fields.append(("WARC-Warcinfo-ID", warcinfo_id))
+    fields += [("WARC-Refers-To", refers_to), ("WARC-Block-Digest", digest), ("WARC-Payload-Digest", digest)]
+    return WarcRecord(warc_record(fields, html), record_id, date, digest)

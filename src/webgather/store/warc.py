@@ -28,7 +28,7 @@ from webgather.fetch.model import FetchResult
 from webgather.store.cdxj import INDEX_NAME, cdxj_line
 from webgather.store.gzmember import gzip_unit
 from webgather.store.records import (
-    REVISIT_PROFILES, RevisitProfile, WarcRecord, iso_date, request_record, response_record, revisit_record, sha1_digest,
+    REVISIT_PROFILES, RevisitProfile, WarcRecord, conversion_record, iso_date, request_record, response_record, revisit_record, sha1_digest,
     warcinfo_record,
 )
 from webgather.store.recovery import repair_index, repair_warc
@@ -128,8 +128,10 @@ class Archive:
         """Name of the file being written ("" before the first record)."""
         return self._name
 
-    def write_fetch(self, result: FetchResult) -> ArchiveRef | None:
-        """Write response + request records; None (nothing written) if there was no response."""
+    def write_fetch(self, result: FetchResult, rendered: bytes | None = None) -> ArchiveRef | None:
+        """Write response + request records; None (nothing written) if there was no response.
+        ``rendered``: the page's DOM rendered in a browser, written in the same unit as a
+        ``conversion`` record referring to the response."""
         if result.status is None:
             return None
         date = self._date(result)
@@ -138,7 +140,10 @@ class Archive:
         response = response_record(result, response_id, date, request_id, self._warcinfo_id)
         request = request_record(result, request_id, date, response_id, self._warcinfo_id)
         assert response.payload_digest is not None
-        return self._write_unit(result, response, request, result.content_type)
+        extra = None
+        if rendered is not None:
+            extra = conversion_record(result.url, self._ids(), date, response_id, rendered, self._warcinfo_id)
+        return self._write_unit(result, response, request, result.content_type, extra)
 
     def write_revisit(
         self, result: FetchResult, original: ArchiveRef, profile: RevisitProfile
@@ -174,9 +179,11 @@ class Archive:
         return iso_date(check_fetch(result).started_at)
 
     def _write_unit(
-        self, result: FetchResult, first: WarcRecord, request: WarcRecord | None, mime: str
+        self, result: FetchResult, first: WarcRecord, request: WarcRecord | None, mime: str,
+        extra: WarcRecord | None = None,
     ) -> ArchiveRef:
-        unit, length = self._encode((first.data,) if request is None else (first.data, request.data))
+        blocks = (first.data,) if request is None else (first.data, request.data)
+        unit, length = self._encode(blocks if extra is None else (*blocks, extra.data))
         digest = first.payload_digest or ""
         line = cdxj_line(result.url, first.date, mime, result.status, digest, length, self._size, self._name)
         # The index line goes first: a kill -9 between the two leaves a line past the

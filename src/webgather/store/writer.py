@@ -74,6 +74,8 @@ class _Job:
     profile: RevisitProfile = "server-not-modified"
     done: Future[Any] | None = None
     """Settled when the job is done: None for a flush, the ArchiveRef (or None) for a fetch."""
+    rendered: bytes | None = None
+    """A fetch's DOM rendered in a browser: archived as a ``conversion`` record beside the response."""
 
 
 def _copy(links: Sequence[Link] | None) -> Sequence[Link] | None:
@@ -143,12 +145,14 @@ class ArchiveWriter:
         links: Sequence[Link] | None = None,
         *,
         on_ref: RefCallback | None = None,
+        rendered: bytes | None = None,
     ) -> None:
         """Archive ``result`` (if it has a response), log ``log_entry`` completed with
         ``warc_file``, ``warc_offset``, ``warc_length``, ``digest``, and record
         ``links`` (None: the page was not parsed). A result the archive cannot
-        take (e.g. ``started_at`` not a time) raises :class:`StoreError` here."""
-        self._put(_Job("fetch", check_fetch(result), dict(log_entry), _copy(links), on_ref))
+        take (e.g. ``started_at`` not a time) raises :class:`StoreError` here.
+        ``rendered``: the page's rendered DOM, archived as a ``conversion`` record."""
+        self._put(_Job("fetch", check_fetch(result), dict(log_entry), _copy(links), on_ref, rendered=rendered))
 
     def submit_revisit(
         self,
@@ -167,7 +171,8 @@ class ArchiveWriter:
         self._put(_Job("revisit", result, dict(log_entry), None, on_ref, original, profile))
 
     async def write(
-        self, result: FetchResult, log_entry: Mapping[str, object], links: Sequence[Link] | None = None
+        self, result: FetchResult, log_entry: Mapping[str, object], links: Sequence[Link] | None = None, *,
+        rendered: bytes | None = None,
     ) -> ArchiveRef | None:
         """:meth:`submit_fetch` without blocking the loop, returning the ref once written.
 
@@ -176,7 +181,8 @@ class ArchiveWriter:
         the next flush (every N entries, :meth:`drain`, or when idle).
         """
         done: Future[ArchiveRef | None] = Future()
-        await self._put_async(_Job("fetch", check_fetch(result), dict(log_entry), _copy(links), done=done))
+        await self._put_async(_Job("fetch", check_fetch(result), dict(log_entry), _copy(links), done=done,
+                                   rendered=rendered))
         return await asyncio.wrap_future(done)
 
     async def write_revisit(
@@ -341,7 +347,7 @@ class ArchiveWriter:
             ref: ArchiveRef | None = self.archive.write_revisit(job.result, job.original, job.profile)
             self._counts["revisits"] += 1
         else:
-            ref = self.archive.write_fetch(job.result)
+            ref = self.archive.write_fetch(job.result, job.rendered)
             self._counts["responses"] += ref is not None
         if ref is not None:
             job.entry.update(warc_file=ref.filename, warc_offset=ref.offset, warc_length=ref.length)

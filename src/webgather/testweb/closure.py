@@ -23,6 +23,10 @@ are *not* order-independent and are therefore refused or documented:
   on a longer path may give it a larger depth; compare exactly only without
   a depth limit, or with a crawler that keeps strict breadth-first order.
 
+Rendering: links an inline script inserts (``WebParams.script_link_share``) are followed only from
+pages the crawl renders in a browser (``config.render``'s rules, :class:`RenderRules`, asked as the
+crawler asks them); from other pages only the links in the HTML are.
+
 Time: the answer of a page whose delay is within a few percent of
 ``fetch.total_timeout_s`` is a race; :func:`crawl_config_for` keeps the web's
 delays a factor of four or more away from the timeout.
@@ -31,6 +35,7 @@ delays a factor of four or more away from the timeout.
 from __future__ import annotations
 
 import heapq
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -38,6 +43,7 @@ from protego import Protego
 
 from webgather.config import CrawlConfig
 from webgather.errors import ConfigError, SeedError
+from webgather.fetch.render_rules import RenderRules
 from webgather.scope import Scope
 from webgather.testweb.graph import WebModel
 from webgather.testweb.response import CONTENT_MAX_BYTES, Response
@@ -154,6 +160,8 @@ class _Walk:
         self.outcomes: dict[str, Expected] = {}
         self.robots: dict[str, _Robots] = {}
         self.render = min(config.fetch.max_body_bytes, config.fetch.max_decoded_bytes) < CONTENT_MAX_BYTES
+        self.browser = RenderRules.of(config.render)
+        """Pages the crawl renders in a browser see their script-inserted links too."""
 
     def offer(self, url: str, depth: int, redirects: int, kind: str) -> None:
         url = self.scope.clean(url)  # as the crawler's make_items: strip_query_params first
@@ -185,6 +193,8 @@ class _Walk:
                 target = response.location
                 self.offer(target, depth, redirects + 1, kind)
         links = response.follow_links if got.parse else ()
+        if links and response.script_links and not (kind == "page" and self.browser.matches(url)):
+            links = _without(links, response.script_links)
         self.outcomes[url] = Expected(url, kind, depth, redirects, got.status, error, got.attempts,
                                       target, links, response.fault)
         for link in links:
@@ -229,6 +239,18 @@ class _Walk:
             delay = min(float(delay), self.config.politeness.max_crawl_delay_s)
         sitemaps = tuple(c for c in (canonicalize(s) for s in rules.sitemaps) if c is not None)
         return _Robots(RobotsExpected(key, status, True, attempts, delay, sitemaps), rules, agent)
+
+
+def _without(links: tuple[str, ...], removed: tuple[str, ...]) -> tuple[str, ...]:
+    """``links`` less one occurrence of each of ``removed`` (a URL also linked in the HTML stays)."""
+    left = Counter(removed)
+    kept = []
+    for link in links:
+        if left[link] > 0:
+            left[link] -= 1
+        else:
+            kept.append(link)
+    return tuple(kept)
 
 
 def _check(config: CrawlConfig) -> None:

@@ -22,7 +22,7 @@ from webgather.testweb.hosts import HostTable, build_hosts
 from webgather.testweb.links import ContentTable, build_link_graph, content_table
 from webgather.testweb.params import WebParams
 from webgather.testweb.paths import content_index, content_path, parse_path
-from webgather.testweb.render import ContentInfo, Core, content_info, fixture_entries, render_content
+from webgather.testweb.render import ContentInfo, Core, content_info, fixture_entries, render_content, script_link_indexes
 from webgather.testweb.response import Response
 from webgather.testweb.robots import robots_response, sitemap_response
 from webgather.testweb.text import Corpus
@@ -163,7 +163,10 @@ class WebModel:
         links = tuple(map(urls.__getitem__, table.dst[table.starts[page] : table.starts[page + 1]].tolist()))
         if index == 0:
             links += tuple(f"http://{self.hosts.names[host]}{suffix}{p}" for p in fixture_entries(self.core, host))
-        return Response(url=url, status=200, headers=headers, follow_links=links, rendered=False)
+        script: tuple[str, ...] = ()
+        if self.params.script_link_share > 0.0:  # which links only a script inserts: drawn per page
+            script = tuple(links[j] for j in sorted(script_link_indexes(self.core, content_info(self.core, host, index))))
+        return Response(url=url, status=200, headers=headers, follow_links=links, rendered=False, script_links=script)
 
     def info(self, host: int | str, index: int) -> ContentInfo:
         """The drawn properties of content page ``index`` of ``host`` (degree, period, charset...)."""

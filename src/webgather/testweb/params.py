@@ -165,6 +165,9 @@ class WebParams:
     long_chain_hops: int = 7
     trap_segment_chars: int = 40
     faults: FaultRates = field(default_factory=FaultRates)
+    script_link_share: float = 0.0
+    """Content pages whose ``<a href>`` links are inserted by an inline script (their other links stay
+    in the HTML): only a crawl that renders them (``[render]``) finds those links. 0: none."""
 
     def __post_init__(self) -> None:
         for message in _problems(self):
@@ -212,7 +215,8 @@ def _problems(p: WebParams) -> list[str]:
         (all(ch.isalnum() or ch in ".-" for ch in p.domain) and bool(p.domain), "domain must be a DNS name"),
     ]
     problems = [message for ok, message in checks if not ok]
-    for name in ("cross_host_share", "base_href_share", "nofollow_share", "gzip_share", "dying_share", "sitemap_share"):
+    for name in ("cross_host_share", "base_href_share", "nofollow_share", "gzip_share", "dying_share", "sitemap_share",
+                 "script_link_share"):
         if not 0.0 <= getattr(p, name) <= 1.0:
             problems.append(f"{name} must be in [0, 1]")
     problems += _mix_problems("robots_mix", p.robots_mix, ROBOTS_KINDS)

@@ -15,6 +15,7 @@ does not change the closure either.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from email.utils import formatdate
@@ -31,12 +32,16 @@ from webgather.testweb.response import Response
 from webgather.testweb.text import Corpus, encode_html, head_charset, header_content_type
 
 __all__ = [
-    "ContentInfo", "Core", "content_info", "content_links", "fixture_entries", "render_content", "version_window",
+    "ContentInfo", "Core", "content_info", "content_links", "fixture_entries", "render_content", "script_link_indexes",
+    "version_window",
 ]
 
 S_PERIOD, S_PHASE, S_CHARSET = 21, 22, 25
 _LINK_STREAMS = (4 << 20, 6 << 20, 5 << 20, 8 << 20)
 S_GZIP, S_BASE, S_NOFOLLOW, S_TEXT, S_VERSION = 26, 27, 28, 29, 7 << 20
+S_SCRIPT = 30
+_ANCHOR_ELEMENT = 8
+"""A link whose element draw (mod 100) is at least this is an ``<a href>`` (below: area, iframe, link)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,16 +146,36 @@ def render_content(core: Core, info: ContentInfo, port_suffix: str, now_s: float
         ("ETag", f'"{derive(info.key, S_VERSION + version):016x}"'),
         ("Last-Modified", formatdate(modified, usegmt=True)),
     )
-    html = _html(core, info, authority, port_suffix, links, version) if body else ""
+    scripted = script_link_indexes(core, info)
+    html = _html(core, info, authority, port_suffix, links, version, scripted) if body else ""
     return Response(
         url=url, status=200, headers=headers, body=encode_html(html, info.charset) if body else b"",
         follow_links=follow, compressible=info.gzip, etag=headers[1][1], last_modified_s=modified,
         valid_from_s=valid_from, valid_until_s=valid_until, rendered=body,
+        script_links=tuple(follow[j] for j in sorted(scripted)),
     )
 
 
+def script_link_indexes(core: Core, info: ContentInfo) -> frozenset[int]:
+    """Indexes (in link order) of the links an inline script inserts: the ``<a href>`` links of a
+    script page (``script_link_share`` of the content pages; none when it is 0, drawing nothing)."""
+    share, count = core.params.script_link_share, info.degree
+    if share <= 0.0 or count == 0 or unit(derive(info.key, S_SCRIPT)) >= share:
+        return frozenset()
+    draws = _link_draws(info.key, count)
+    return frozenset(j for j in range(count) if draws[4 * j + 2] % 100 >= _ANCHOR_ELEMENT)
+
+
+def _script_of(urls: list[str]) -> str:
+    """An inline script that appends a paragraph of ``<a href>`` to the body, one per URL."""
+    data = json.dumps(urls).replace("</", "<\\/")
+    return ("<script>(function(){var u=" + data + ",p=document.createElement('p');p.className='links';"
+            "for(var i=0;i<u.length;i++){var a=document.createElement('a');a.href=u[i];"
+            "a.textContent='more '+i;p.appendChild(a);}document.body.appendChild(p);})();</script>")
+
+
 def _html(core: Core, info: ContentInfo, authority: str, port_suffix: str,
-          links: list[tuple[int, str]], version: int) -> str:
+          links: list[tuple[int, str]], version: int, scripted: frozenset[int] = frozenset()) -> str:
     page_path = content_path(info.index)
     base_dir = "/a/b/" if info.base else dir_of(page_path)
     ctx = BaseContext(authority=authority, page_path=page_path, base_dir=base_dir, has_base=info.base > 0)
@@ -160,6 +185,7 @@ def _html(core: Core, info: ContentInfo, authority: str, port_suffix: str,
         head.append(f'<base href="{"/a/b/" if info.base == 1 else f"http://{authority}/a/b/"}">')
     anchors: list[str] = []
     extras: list[str] = []
+    inserted = [f"http://{core.authority(h, port_suffix)}{path}" for j, (h, path) in enumerate(links) if j in scripted]
     draws = _link_draws(info.key, len(links))
     words = core.corpus.word_list
     for j, (host, path) in enumerate(links):
@@ -172,12 +198,15 @@ def _html(core: Core, info: ContentInfo, authority: str, port_suffix: str,
             extras.append(f'<iframe{attr("src", href, j)} title="embed {j}"></iframe>')
         elif element < 8:
             head.append(f'<link rel="{"next" if j % 2 else "prev"}"{attr("href", href, j)}>')
-        else:
+        elif j not in scripted:
             rel = ' rel="noopener"' if element % 13 == 0 else ""
             text = f"{words[anchor % len(words)]} {words[(anchor >> 24) % len(words)]}"
             anchors.append(f"<a{attr('href', href, j)}{rel}>{text}</a>")
     head.append("</head><body>")
-    return "\n".join(head + _body(core, info, title, anchors, extras, version))
+    body = _body(core, info, title, anchors, extras, version)
+    if inserted:
+        body.insert(len(body) - 1, _script_of(inserted))  # before </body>: document.body exists when it runs
+    return "\n".join(head + body)
 
 
 def _link_draws(key: int, count: int) -> list[int]:
