@@ -1,0 +1,18 @@
+"""The one thing pyproject.toml cannot say: the optional C extension webgather._urlcore.
+
+``optional=True``: where it does not compile (no C compiler, no Python headers) the
+install still succeeds, pure Python, and webgather.parse.native says so.
+"""
+
+from setuptools import Extension, setup
+
+setup(
+    ext_modules=[
+        Extension(
+            "webgather._urlcore",
+            sources=["src/webgather/_urlcore.c"],
+            optional=True,
+            extra_compile_args=["-O2", "-std=c11"],
+        )
+    ]
+)

@@ -1,0 +1,114 @@
+"""The C link core (webgather._urlcore) against the Python reference: identical results.
+
+URLs and hrefs from hypothesis (escapes, stray "%", fragments, schemes, non-ASCII, lone
+surrogates), HTML from hypothesis and the synthetic web's pages: each parsed on both paths.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from webgather import urls
+from webgather.parse import native
+from webgather.parse.links import Link, ParsedPage, parse_page
+from webgather.testweb.graph import WebModel
+from webgather.testweb.params import WebParams
+
+if not native.available() and os.environ.get("WEBGATHER_NATIVE", "1").strip() == "0":
+    pytest.skip("WEBGATHER_NATIVE=0: the C link core was not loaded", allow_module_level=True)
+
+BASES = ["https://ex.com/dir/page.html", "http://Ex.COM:80/a/%7e/b?x#y", "https://ex.com",
+         "http://[::1]:8080/p/", "mailto:a@b.c", "not a url", "https://bücher.de/ä/"]
+PIECES = ["%", "%4", "%41", "%7e", "%7E", "%2f", "%zz", "%e2%82%ac", "#", "?", "/", "../", "./",
+          "//", "http://", "https:", "HTTPS://X.org", "javascript:", "a", "Z", "~", " ", "\t",
+          "\n", "ü", "€", "\ud800", "\x00", "[::1]", ":8080", "@", "\\", "bücher.de"]
+hrefs = st.lists(st.sampled_from(PIECES) | st.text(max_size=4), max_size=8).map("".join)
+
+
+def both(call: object, *args: object) -> tuple[object, object]:
+    """(Python result, C result) of ``parse_page(*args)``-like ``call``."""
+    assert callable(call)
+    native.use_native(False)
+    try:
+        pure = call(*args)
+    finally:
+        assert native.use_native(True)
+    return pure, call(*args)
+
+
+def test_the_c_core_is_built_loaded_and_in_use() -> None:
+    assert native.available(), native.status()
+    assert native.core() is not None and native.status().startswith("native")
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.sampled_from(BASES) | hrefs, hrefs)
+def test_resolve_link_and_canonicalize_agree(base: str, href: str) -> None:
+    core = native.core()
+    assert core is not None
+    assert core.resolve_link(base, href) == urls.resolve_link(base, href)
+    assert core.canonicalize(href) == urls.canonicalize(href)
+
+
+def _tag(href: str, kind: int) -> str:
+    quoted = href.replace("&", "&amp;").replace("'", "&#39;")
+    return [f"<a href='{quoted}'>t{kind}</a>", f"<link rel=next href='{quoted}'>",
+            f"<area href='{quoted}' alt=x>", f"<iframe src='{quoted}'></iframe>",
+            f"<base href='{quoted}'>", f"<link rel=canonical href='{quoted}'>"][kind]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(BASES[:4]), st.lists(st.tuples(hrefs, st.integers(0, 5)), max_size=12))
+def test_generated_html_parses_identically(url: str, elements: list[tuple[str, int]]) -> None:
+    html = "<html><body>" + "".join(_tag(h, k) for h, k in elements) + "</body></html>"
+    pure, fast = both(parse_page, url, html.encode("utf-8", "surrogatepass"), "text/html")
+    assert pure == fast
+
+
+def test_synthetic_web_pages_parse_identically() -> None:
+    model = WebModel(WebParams.for_tests(seed=5))
+    checked = 0
+    for url in model.content_urls()[:300]:
+        response = model.page(url)
+        if response.status != 200 or response.content_encoding is not None:
+            continue
+        content_type = dict(response.headers).get("Content-Type")
+        pure, fast = both(parse_page, url, response.body, content_type)
+        assert isinstance(fast, ParsedPage) and pure == fast
+        checked += 1 if fast.links else 0
+    assert checked > 50
+
+
+def test_resolve_all_keeps_order_duplicates_and_drops_invalid() -> None:
+    core = native.core()
+    assert core is not None
+    raws = [("b", "B", False, "a"), ("javascript:x", "", False, "a"), ("b", "again", True, "area"),
+            ("https://abs.org/%7e", "", False, "iframe")]
+    links = core.resolve_all("https://ex.com/d/", raws, Link)
+    assert links == (Link("https://ex.com/d/b", "B", False, "a"),
+                     Link("https://ex.com/d/b", "again", True, "area"),
+                     Link("https://abs.org/~", "", False, "iframe"))
+    assert all(type(link) is Link for link in links)
+
+
+def test_resolve_all_rejects_bad_input_with_a_clear_error() -> None:
+    core = native.core()
+    assert core is not None
+    with pytest.raises(TypeError, match="raws must hold"):
+        core.resolve_all("https://ex.com/", [("only", "three", False)], Link)
+    with pytest.raises(TypeError, match="plain tuple subclass"):
+        core.resolve_all("https://ex.com/", [], ParsedPage)
+
+
+def test_webgather_native_0_selects_the_python_path() -> None:
+    code = "from webgather.parse import native; print(native.core() is None, native.status())"
+    env = dict(os.environ, WEBGATHER_NATIVE="0")
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=60, check=True)
+    assert done.stdout.strip() == "True python (WEBGATHER_NATIVE=0)"
