@@ -2,6 +2,7 @@
 
 Run: ``.venv/bin/python bench/parse_speed.py [--runs 2000] [--seed 1]``
 
+``WEBGATHER_NATIVE=0`` measures the pure-Python link path instead of the C one.
 Prints microseconds per page (best of 7 rounds: the machine is shared, and the
 minimum is the least disturbed estimate) for: lexbor's parse alone (the floor),
 the charset sniff, joining the page's hrefs with resolve_link, and parse_page
@@ -21,6 +22,7 @@ from collections.abc import Callable
 from selectolax.lexbor import LexborHTMLParser
 
 from webgather.parse.charset import sniff_encoding
+from webgather.parse import native
 from webgather.parse.links import parse_page
 from webgather.urls import resolve_link
 
@@ -86,6 +88,7 @@ def main() -> None:
     body = make_page(random.Random(args.seed))
     page = parse_page(PAGE_URL, body, "text/html")
     hrefs = [str(n.attributes["href"]) for n in LexborHTMLParser(body).css("a[href]")]
+    print(f"link core: {native.status()}")
     print(f"page: {len(body)} bytes, {len(page.links)} links, {len(page.text)} chars of text")
     cases: list[tuple[str, Callable[[], object]]] = [
         ("lexbor parse only", lambda: LexborHTMLParser(body)),

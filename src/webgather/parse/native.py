@@ -19,6 +19,7 @@ from types import ModuleType
 from ada_url.ada_adapter import ffi as _ffi  # type: ignore[attr-defined]
 from ada_url.ada_adapter import lib as _ada  # type: ignore[attr-defined]
 
+from webgather.config import NATIVE_ENV
 from webgather.urls import canonicalize, resolve_link
 
 __all__ = ["available", "core", "status", "use_native"]
@@ -68,7 +69,7 @@ def _agrees(module: ModuleType) -> str | None:
 
 
 def _load() -> tuple[ModuleType | None, str]:
-    if os.environ.get("WEBGATHER_NATIVE", "1").strip() == "0":
+    if os.environ.get(NATIVE_ENV, "1").strip() == "0":
         return None, "python (WEBGATHER_NATIVE=0)"
     try:
         from webgather import _urlcore

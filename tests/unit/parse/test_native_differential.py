@@ -112,3 +112,10 @@ def test_webgather_native_0_selects_the_python_path() -> None:
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=60, check=True)
     assert done.stdout.strip() == "True python (WEBGATHER_NATIVE=0)"
+
+
+def test_webgather_native_is_not_taken_for_a_crawl_setting() -> None:
+    from webgather.config import load
+
+    config = load(env={"WEBGATHER_NATIVE": "0", "WEBGATHER_FETCH__CONCURRENCY": "7"})
+    assert config.fetch.concurrency == 7
