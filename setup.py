@@ -1,4 +1,4 @@
-"""The one thing pyproject.toml cannot say: the optional C extension webgather._urlcore.
+"""The one thing pyproject.toml cannot say: the optional C extensions of webgather.parse.native.
 
 ``optional=True``: where it does not compile (no C compiler, no Python headers) the
 install still succeeds, pure Python, and webgather.parse.native says so.
@@ -13,6 +13,13 @@ setup(
             sources=["src/webgather/_urlcore.c"],
             optional=True,
             extra_compile_args=["-O2", "-std=c11"],
-        )
+        ),
+        Extension(
+            "webgather._pagescan",
+            sources=["src/webgather/_pagescan.c"],
+            optional=True,
+            extra_compile_args=["-O2", "-std=c11"],
+            libraries=["dl"],
+        ),
     ]
 )

@@ -18,11 +18,12 @@ from types import ModuleType
 
 from ada_url.ada_adapter import ffi as _ffi  # type: ignore[attr-defined]
 from ada_url.ada_adapter import lib as _ada  # type: ignore[attr-defined]
+from selectolax import lexbor as _lexbor
 
 from webgather.config import NATIVE_ENV
 from webgather.urls import canonicalize, resolve_link
 
-__all__ = ["available", "core", "status", "use_native"]
+__all__ = ["available", "core", "scanner", "status", "use_native"]
 
 log = logging.getLogger(__name__)
 
@@ -83,15 +84,42 @@ def _load() -> tuple[ModuleType | None, str]:
     return _urlcore, "native (C link core, ada via ada_url)"
 
 
+def _load_scanner() -> ModuleType | None:
+    """The C element scan (webgather._pagescan), bound to selectolax's lexbor, or None."""
+    sample = b"<title>t</title><a href=x>y</a>"
+    try:
+        from webgather import _pagescan
+
+        tree = _lexbor.LexborHTMLParser(sample)
+        _pagescan.bind(_lexbor.__file__, tree, tree.raw_html)
+        found = _pagescan.scan(tree, ("robots",), 10, 200, 1000)
+    except (ImportError, AttributeError, ValueError, TypeError) as exc:
+        log.info("webgather: the C element scan is unusable (%s): Python reads the elements", exc)
+        return None
+    if found != ([("x", "y", False, "a")], None, None, "t", False, False, False):
+        log.info("webgather: the C element scan disagrees on %r: Python reads the elements", sample)
+        return None
+    return _pagescan
+
+
 _LOADED, _STATUS = _load()
 if _LOADED is None and not _STATUS.startswith("python (WEBGATHER_NATIVE=0"):
     log.info("webgather: link core: %s", _STATUS)
+_SCANNER = None if _LOADED is None else _load_scanner()
+if _SCANNER is not None:
+    _STATUS += " + C element scan (lexbor via selectolax)"
 _active: ModuleType | None = _LOADED
+_active_scanner: ModuleType | None = _SCANNER
 
 
 def core() -> ModuleType | None:
     """The C core in use, or None for the pure-Python path."""
     return _active
+
+
+def scanner() -> ModuleType | None:
+    """The C element scan in use, or None for the Python one."""
+    return _active_scanner
 
 
 def available() -> bool:
@@ -108,6 +136,7 @@ def status() -> str:
 
 def use_native(enabled: bool) -> bool:
     """Switch paths (tests run both in one process); returns whether the C core is now in use."""
-    global _active
+    global _active, _active_scanner
     _active = _LOADED if enabled else None
+    _active_scanner = _SCANNER if enabled else None
     return _active is not None

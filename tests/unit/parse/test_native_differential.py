@@ -56,18 +56,41 @@ def test_resolve_link_and_canonicalize_agree(base: str, href: str) -> None:
     assert core.canonicalize(href) == urls.canonicalize(href)
 
 
-def _tag(href: str, kind: int) -> str:
+WORDS = ["x", " y\u00a0z ", "\u2003", "&amp;", "\xe9", "nofollow", "NoFollow none", "robots",
+         "index,NOFOLLOW", "noindex", "canonical", "next", "alternate stylesheet", "icon", ""]
+words = st.lists(st.sampled_from(WORDS), max_size=3).map(" ".join)
+
+
+def _tag(href: str, kind: int, word: str) -> str:
     quoted = href.replace("&", "&amp;").replace("'", "&#39;")
-    return [f"<a href='{quoted}'>t{kind}</a>", f"<link rel=next href='{quoted}'>",
-            f"<area href='{quoted}' alt=x>", f"<iframe src='{quoted}'></iframe>",
-            f"<base href='{quoted}'>", f"<link rel=canonical href='{quoted}'>"][kind]
+    return [f"<a href='{quoted}'>t{word}</a>", f"<link rel='{word}' href='{quoted}'>",
+            f"<area href='{quoted}' alt='{word}' rel='{word}'>", f"<iframe src='{quoted}'></iframe>",
+            f"<base href='{quoted}'>", f"<link rel=canonical href='{quoted}'>",
+            f"<a href='{quoted}' rel='{word}'><img alt='{word}'><b>{word}</b></a>",
+            f"<a href='{quoted}'><img src=x><img alt='{word}'></a>", f"<meta name='{word}' content='{word}'>",
+            f"<title>{word}<b>{word}</b></title>", f"<svg><a href='{quoted}'>{word}</a><title>{word}</title></svg>",
+            f"<template><a href='{quoted}'>{word}</a></template>", f"<frame src='{quoted}'>",
+            f"<a>{word}</a><a href>{word}</a><link href><meta name>", f"<p>{word}<!-- {word} -->"][kind]
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(BASES[:4]), st.lists(st.tuples(hrefs, st.integers(0, 5)), max_size=12))
-def test_generated_html_parses_identically(url: str, elements: list[tuple[str, int]]) -> None:
-    html = "<html><body>" + "".join(_tag(h, k) for h, k in elements) + "</body></html>"
-    pure, fast = both(parse_page, url, html.encode("utf-8", "surrogatepass"), "text/html")
+@given(st.sampled_from(BASES[:4]), st.lists(st.tuples(hrefs, st.integers(0, 14), words), max_size=12),
+       st.integers(0, 6))
+def test_generated_html_parses_identically(url: str, elements: list[tuple[str, int, str]], max_links: int) -> None:
+    html = "<html><body>" + "".join(_tag(h, k, w) for h, k, w in elements) + "</body></html>"
+    body = html.encode("utf-8", "surrogatepass")
+    pure, fast = both(parse_page, url, body, "text/html")
+    assert pure == fast
+    names = ("robots", "nofollow")
+    pure, fast = both(lambda: parse_page(url, body, None, max_links=max_links, robots_meta_names=names))
+    assert pure == fast
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=300), st.sampled_from([None, "text/html; charset=latin-1", "text/html"]))
+def test_random_bytes_parse_identically(junk: bytes, content_type: str | None) -> None:
+    body = b"<a href='/x'>\xe2\x82<b>\xac</b></a>" + junk
+    pure, fast = both(parse_page, "https://ex.com/", body, content_type)
     assert pure == fast
 
 
