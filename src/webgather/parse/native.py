@@ -81,7 +81,7 @@ def _load() -> tuple[ModuleType | None, str]:
     differs = _agrees(_urlcore)
     if differs is not None:
         return None, f"python (the C link core disagrees with the reference on {differs})"
-    return _urlcore, "native (C link core, ada via ada_url)"
+    return _urlcore, "native (C link core"
 
 
 def _load_scanner() -> ModuleType | None:
@@ -107,7 +107,8 @@ if _LOADED is None and not _STATUS.startswith("python (WEBGATHER_NATIVE=0"):
     log.info("webgather: link core: %s", _STATUS)
 _SCANNER = None if _LOADED is None else _load_scanner()
 if _SCANNER is not None:
-    _STATUS += " + C element scan (lexbor via selectolax)"
+    _STATUS += " + C element scan"
+_STATUS += ")" if _STATUS.startswith("native") else ""
 _active: ModuleType | None = _LOADED
 _active_scanner: ModuleType | None = _SCANNER
 
