@@ -80,6 +80,17 @@ def per_call_us(func: Callable[[], object], runs: int, rounds: int = 7) -> float
     return min(means)
 
 
+def _on_python_path(func: Callable[[], object]) -> Callable[[], object]:
+    def call() -> object:
+        native.use_native(False)
+        try:
+            return func()
+        finally:
+            native.use_native(True)
+
+    return call
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000)
@@ -97,9 +108,11 @@ def main() -> None:
         ("parse_page(want_text=False)", lambda: parse_page(PAGE_URL, body, "text/html", want_text=False)),
         ("parse_page(want_text=True)", lambda: parse_page(PAGE_URL, body, "text/html")),
     ]
+    if native.available():  # the same calls on the pure-Python path, in this process
+        cases += [(f"{name} [python]", _on_python_path(func)) for name, func in cases[-2:]]
     for name, func in cases:
         us = per_call_us(func, args.runs)
-        print(f"{name:32s} {us:8.1f} us/page  {1e6 / us:9.0f} pages/s")
+        print(f"{name:40s} {us:8.1f} us/page  {1e6 / us:9.0f} pages/s")
 
 
 if __name__ == "__main__":

@@ -142,3 +142,13 @@ def test_webgather_native_is_not_taken_for_a_crawl_setting() -> None:
 
     config = load(env={"WEBGATHER_NATIVE": "0", "WEBGATHER_FETCH__CONCURRENCY": "7"})
     assert config.fetch.concurrency == 7
+
+
+def test_without_the_extensions_parsing_falls_back_to_python() -> None:
+    # what an install without a C compiler has: setup.py's optional extensions are absent
+    code = ("import sys; sys.modules['webgather._urlcore'] = None; sys.modules['webgather._pagescan'] = None\n"
+            "from webgather.parse import native; from webgather.parse.links import parse_page\n"
+            "page = parse_page('https://ex.com/', b'<a href=/x>x</a>', 'text/html')\n"
+            "print(native.core() is None, native.scanner() is None, [l.url for l in page.links], native.status())")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.startswith("True True ['https://ex.com/x'] python (the C link core is unusable")
