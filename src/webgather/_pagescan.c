@@ -265,26 +265,41 @@ static int read_meta(scan_state *scan, node_t *element) {
     return 0;
 }
 
+/* An element's lower-case local name, as a NUL-free (pointer, length) pair. */
+typedef struct {
+    const unsigned char *name;
+    size_t length;
+} tag_name;
+
+static int tag_is(tag_name tag, const char *name) {
+    return tag.length == strlen(name) && memcmp(tag.name, name, tag.length) == 0;
+}
+
+static int read_base(scan_state *scan, node_t *element) {
+    if (scan->base_href != NULL || !has_attr(element, "href")) return 0;
+    PyObject *href = attr(element, "href");
+    scan->base_href = href == Py_None ? PyUnicode_FromString("") : href;
+    if (href == Py_None) Py_DECREF(href);
+    return scan->base_href == NULL ? -1 : 0;
+}
+
 /* One selected element (a[href], area[href], link[href], frame[src], iframe[src], base[href],
- * meta[name], title): 1 when it was one, 0 when not, -1 on error. */
+ * meta[name], title): 0 when read or not one of them, -1 on error. Names of 1-6 letters only. */
 static int read_element(scan_state *scan, node_t *element) {
-    if (name_is(element, "a")) return has_attr(element, "href") ? read_a(scan, element) : 0;
-    if (name_is(element, "link")) return has_attr(element, "href") ? read_link(scan, element) : 0;
-    if (name_is(element, "area")) return has_attr(element, "href") ? read_area(scan, element) : 0;
-    if (name_is(element, "iframe") || name_is(element, "frame")) {
+    tag_name tag = {NULL, 0};
+    tag.name = local_name(element, &tag.length);
+    if (tag.name == NULL || tag.length == 0 || tag.length > 6) return 0;
+    if (tag_is(tag, "a")) return has_attr(element, "href") ? read_a(scan, element) : 0;
+    if (tag_is(tag, "link")) return has_attr(element, "href") ? read_link(scan, element) : 0;
+    if (tag_is(tag, "area")) return has_attr(element, "href") ? read_area(scan, element) : 0;
+    if (tag_is(tag, "iframe") || tag_is(tag, "frame")) {
         if (!has_attr(element, "src")) return 0;
         return add_raw(scan, attr(element, "src"), PyUnicode_FromString(""), 0,
-                       name_is(element, "frame") ? "frame" : "iframe");
+                       tag_is(tag, "frame") ? "frame" : "iframe");
     }
-    if (name_is(element, "base") && has_attr(element, "href")) {
-        if (scan->base_href != NULL) return 0;
-        PyObject *href = attr(element, "href");
-        scan->base_href = href == Py_None ? PyUnicode_FromString("") : href;
-        if (href == Py_None) Py_DECREF(href);
-        return scan->base_href == NULL ? -1 : 0;
-    }
-    if (name_is(element, "meta") && has_attr(element, "name")) return read_meta(scan, element);
-    if (name_is(element, "title") && scan->title == NULL) {
+    if (tag_is(tag, "base")) return read_base(scan, element);
+    if (tag_is(tag, "meta")) return has_attr(element, "name") ? read_meta(scan, element) : 0;
+    if (tag_is(tag, "title") && scan->title == NULL) {
         scan->title = node_text(element, scan->document, scan->title_limit);
         return scan->title == NULL ? -1 : 0;
     }
