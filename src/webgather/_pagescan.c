@@ -177,8 +177,12 @@ static int add_raw(scan_state *scan, PyObject *href, PyObject *anchor, int nofol
     if (href == Py_None) {
         Py_DECREF(href);
         href = PyUnicode_FromString("");
+        if (href == NULL) {
+            Py_DECREF(anchor);
+            return -1;
+        }
     }
-    PyObject *item = href == NULL ? NULL : Py_BuildValue("(NNNs)", href, anchor, PyBool_FromLong(nofollow), tag);
+    PyObject *item = Py_BuildValue("(NNNs)", href, anchor, PyBool_FromLong(nofollow), tag);
     if (item == NULL) return -1;
     int status = PyList_Append(scan->raw, item);
     Py_DECREF(item);
