@@ -152,3 +152,21 @@ def test_without_the_extensions_parsing_falls_back_to_python() -> None:
             "print(native.core() is None, native.scanner() is None, [l.url for l in page.links], native.status())")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.startswith("True True ['https://ex.com/x'] python (the C link core is unusable")
+
+
+def test_the_element_scan_checks_the_parser_layout_and_its_argument() -> None:
+    from selectolax import lexbor
+
+    from webgather import _pagescan
+
+    tree = lexbor.LexborHTMLParser(b"<a href=x>y</a>")
+    try:
+        with pytest.raises(ImportError, match="not laid out as expected"):
+            _pagescan.bind(lexbor.__file__, tree, b"not its raw_html")  # what another layout looks like
+        with pytest.raises(ImportError, match="is not loaded"):
+            _pagescan.bind("/nonexistent/lexbor.so", tree, tree.raw_html)
+    finally:
+        _pagescan.bind(lexbor.__file__, tree, tree.raw_html)  # bound again, as at import
+    with pytest.raises(TypeError, match="LexborHTMLParser"):
+        _pagescan.scan(object(), ("robots",), 10, 200, 1000)
+    assert _pagescan.scan(tree, ("robots",), 10, 200, 1000)[0] == [("x", "y", False, "a")]
