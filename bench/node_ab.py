@@ -9,9 +9,11 @@ ratio to the first one.
 
     .venv/bin/python bench/node_ab.py --variant base=/tmp/base/src --variant new=src --rounds 5
     .venv/bin/python bench/node_ab.py --variant on=src --variant off=src:--pin-cpu,off
+    .venv/bin/python bench/node_ab.py --variant c=src --variant py=src --env py:WEBGATHER_NATIVE=0
 
 A variant is ``NAME=TREE[:EXTRA,ARGS]``: extra crawl arguments after the
-colon, comma-separated. Files go under ``--work`` (default
+colon, comma-separated. ``--env NAME:KEY=VALUE`` sets an environment variable
+for one variant's crawls (before webgather is imported). Files go under ``--work`` (default
 bench/results/node_ab, git-ignored).
 """
 
@@ -34,6 +36,7 @@ class Variant:
     name: str
     tree: Path
     extra: list[str]
+    env: dict[str, str] = field(default_factory=dict)
     runs: list[vs.Run] = field(default_factory=list)
 
 
@@ -45,8 +48,18 @@ def parse_variant(text: str) -> Variant:
     return Variant(name, Path(tree).resolve(), [a for a in extra.split(",") if a])
 
 
+def apply_env(variants: list[Variant], settings: list[str]) -> None:
+    by_name = {v.name: v for v in variants}
+    for text in settings:
+        name, _, assignment = text.partition(":")
+        key, equals, value = assignment.partition("=")
+        if name not in by_name or not key or not equals:
+            raise SystemExit(f"node_ab: --env {text!r} is not NAME:KEY=VALUE for a --variant NAME")
+        by_name[name].env[key] = value
+
+
 def crawl_command(variant: Variant, seed: str, resolve: Path, config: Path, scratch: Path, concurrency: int) -> list[str]:
-    code = f"import sys; sys.path.insert(0, {str(variant.tree)!r}); from webgather.cli import main; sys.exit(main())"
+    code = f"import os, sys; os.environ.update({variant.env!r}); sys.path.insert(0, {str(variant.tree)!r}); from webgather.cli import main; sys.exit(main())"
     return [sys.executable, "-c", code, "crawl", seed, "--out", str(scratch / "out"), "--resolve", str(resolve),
             "--delay", "0", "--concurrency", str(concurrency), "--scope", "domains", "--domain", vs.DOMAIN,
             "--config", str(config), "--no-progress", *_loopback_allowed(variant.tree), *variant.extra]
@@ -113,10 +126,12 @@ def prepare_web(args: argparse.Namespace) -> tuple[Path, int, Path, Path, str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--variant", action="append", type=parse_variant, required=True)
+    parser.add_argument("--env", action="append", default=[], help="NAME:KEY=VALUE for one variant")
     add_web_arguments(parser, rounds=5, hosts=400, pages_per_host=20.0, work="node_ab")
     args = parser.parse_args()
     servers_conf, port, resolve, config, seed = prepare_web(args)
     variants: list[Variant] = args.variant
+    apply_env(variants, args.env)
     with vs.nginx(servers_conf, args.work / "nginx", port, "127.0.1.1"):
         for round_no in range(args.rounds):
             shift = round_no % len(variants)

@@ -2,6 +2,9 @@
 
 Run: ``.venv/bin/python bench/parse_speed.py [--runs 2000] [--seed 1]``
 
+``--cpu`` times the process's CPU instead of the wall clock. With the C parse core
+loaded, parse_page is also timed on the pure-Python path (``[python]`` rows);
+``WEBGATHER_NATIVE=0`` runs everything on it.
 Prints microseconds per page (best of 7 rounds: the machine is shared, and the
 minimum is the least disturbed estimate) for: lexbor's parse alone (the floor),
 the charset sniff, joining the page's hrefs with resolve_link, and parse_page
@@ -21,6 +24,7 @@ from collections.abc import Callable
 from selectolax.lexbor import LexborHTMLParser
 
 from webgather.parse.charset import sniff_encoding
+from webgather.parse import native
 from webgather.parse.links import parse_page
 from webgather.urls import resolve_link
 
@@ -67,25 +71,40 @@ def make_page(rng: random.Random, n_links: int = 25, target_bytes: int = 13_000)
     return html.encode("utf-8")
 
 
-def per_call_us(func: Callable[[], object], runs: int, rounds: int = 7) -> float:
+def per_call_us(func: Callable[[], object], runs: int, rounds: int = 7,
+                clock: Callable[[], float] = time.perf_counter) -> float:
     """Best over ``rounds`` of the mean time of ``runs`` calls, in microseconds."""
     means = []
     for _ in range(rounds):
-        start = time.perf_counter()
+        start = clock()
         for _ in range(runs):
             func()
-        means.append((time.perf_counter() - start) / runs * 1e6)
+        means.append((clock() - start) / runs * 1e6)
     return min(means)
+
+
+def _on_python_path(func: Callable[[], object]) -> Callable[[], object]:
+    def call() -> object:
+        native.use_native(False)
+        try:
+            return func()
+        finally:
+            native.use_native(True)
+
+    return call
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--cpu", action="store_true", help="time this process's CPU, not the wall clock "
+                        "(steadier on a shared machine)")
     args = parser.parse_args()
     body = make_page(random.Random(args.seed))
     page = parse_page(PAGE_URL, body, "text/html")
     hrefs = [str(n.attributes["href"]) for n in LexborHTMLParser(body).css("a[href]")]
+    print(f"link core: {native.status()}")
     print(f"page: {len(body)} bytes, {len(page.links)} links, {len(page.text)} chars of text")
     cases: list[tuple[str, Callable[[], object]]] = [
         ("lexbor parse only", lambda: LexborHTMLParser(body)),
@@ -94,9 +113,11 @@ def main() -> None:
         ("parse_page(want_text=False)", lambda: parse_page(PAGE_URL, body, "text/html", want_text=False)),
         ("parse_page(want_text=True)", lambda: parse_page(PAGE_URL, body, "text/html")),
     ]
+    if native.available():  # the same calls on the pure-Python path, in this process
+        cases += [(f"{name} [python]", _on_python_path(func)) for name, func in cases[-2:]]
     for name, func in cases:
-        us = per_call_us(func, args.runs)
-        print(f"{name:32s} {us:8.1f} us/page  {1e6 / us:9.0f} pages/s")
+        us = per_call_us(func, args.runs, clock=time.process_time if args.cpu else time.perf_counter)
+        print(f"{name:40s} {us:8.1f} us/page  {1e6 / us:9.0f} pages/s")
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from webgather.config.reference import plain_text
 from webgather.errors import WebgatherError, WriteFailed
 from webgather.logs import configure, logs_to_file, settings_from_args
+from webgather.parse import native
 
 __all__ = ["COMMAND_MODULES", "EXIT_WRITE_FAILED", "build_parser", "main", "package_version"]
 
@@ -57,7 +58,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="webgather",
         description="A distributed, polite, resumable web crawler.",
     )
-    parser.add_argument("--version", action="version", version=f"webgather {package_version()}")
+    parser.add_argument("--version", action="version",
+                        version=f"webgather {package_version()}; parse core: {native.status()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     only = [name for name in COMMAND_MODULES if name.rpartition(".")[2] == command]
     for name in [] if command == "--version" else only or COMMAND_MODULES:  # --version needs no command

@@ -61,6 +61,8 @@ ALIASES = {"hooks": "hooks.module"}
 
 REDIS_URL_ENV = "WEBGATHER_REDIS_URL"
 """A cluster crawl's Redis URL (it may hold a password, so it stays out of argv): not a setting."""
+NATIVE_ENV = "WEBGATHER_NATIVE"
+"""``0`` makes parsing take the pure-Python link path (webgather.parse.native): not a setting."""
 
 
 def load(
@@ -165,7 +167,7 @@ def _from_env(env: Mapping[str, str]) -> dict[str, Any]:
     return {
         key[len(prefix) :].lower().replace("__", "."): value
         for key, value in env.items()
-        if key.startswith(prefix) and key != REDIS_URL_ENV
+        if key.startswith(prefix) and key not in (REDIS_URL_ENV, NATIVE_ENV)
     }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -17,6 +18,8 @@ from webgather.parse.links import (
 )
 
 URL = "https://ex.com/dir/page.html"
+
+pytestmark = pytest.mark.usefixtures("link_core")  # every test on both link paths (conftest.py)
 
 
 def page(html: str, url: str = URL, **kwargs: object) -> ParsedPage:
