@@ -6,6 +6,11 @@ of the file once a retry (the next flush, the close, a resumed crawl) appends
 after it: a torn log line or journal record that resume reads as corruption.
 So the file is cut back to its size before the write, and the caller keeps
 what it meant to write.
+
+A writer that appends a record per page (the frontier journal, the WARC and its
+index) passes the size it keeps itself (``size``): asking the OS with an
+``fstat`` per write cost a syscall each, which also hands the GIL to the other
+thread and waits to get it back.
 """
 
 from __future__ import annotations
@@ -18,13 +23,14 @@ from webgather.errors import WriteFailed
 __all__ = ["append_bytes"]
 
 
-def append_bytes(fd: int, data: bytes, what: str) -> int:
+def append_bytes(fd: int, data: bytes, what: str, size: int = -1) -> int:
     """Append ``data`` to the file ``fd`` (one owner) whole, or raise :class:`WriteFailed`
     (``what``: "cannot write crawl log PATH") with the file as it was before.
+    ``size``: the file's size as its owner keeps it (``-1``: ask the OS).
     Returns the file's size before the write (where ``data`` starts)."""
-    size = -1
     try:
-        size = os.fstat(fd).st_size
+        if size < 0:
+            size = os.fstat(fd).st_size
         view = memoryview(data)
         while view:
             view = view[os.write(fd, view) :]

@@ -30,6 +30,10 @@ MAX_LINE_BYTES = 8190
 MAX_FIELDS = 100
 _STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d) (\d{3})(?: (.*))?\Z", re.DOTALL)
 _FIELD_NAME = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
+_TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+"
+_PLAIN_FIELDS = re.compile(rf"(?:{_TOKEN}:[^\n]*\n)*\r?\n\Z")
+"""A head's field lines as almost every server sends them: no folding, no stray line."""
+_PLAIN_FIELD = re.compile(rf"({_TOKEN}):[ \t]*([^\n]*?)[ \t]*\r?\n")
 _CHUNK_SIZE = re.compile(rb"([0-9A-Fa-f]{1,15})[ \t]*(?:;.*)?\Z", re.DOTALL)
 
 LENGTH, CHUNKED, UNTIL_CLOSE, NO_BODY = "length", "chunked", "close", "none"
@@ -72,8 +76,8 @@ def parse_head(raw: bytes) -> ResponseHead:
         raise ProtocolViolation("response head over 64 KiB")
     if b"\0" in raw or raw.count(b"\r") != raw.count(b"\r\n"):  # RFC 9110 5.5: reject, or replace
         raise ProtocolViolation("a NUL or a bare CR in the response head")
-    lines = raw.split(b"\n")
-    status_line = lines[0].rstrip(b"\r")
+    first, _, block = raw.partition(b"\n")
+    status_line = first.rstrip(b"\r")
     if len(status_line) > MAX_LINE_BYTES:
         raise ProtocolViolation("status line over 8190 bytes")
     match = _STATUS_LINE.match(status_line)
@@ -82,12 +86,25 @@ def parse_head(raw: bytes) -> ResponseHead:
     major, minor, status = int(match[1]), int(match[2]), int(match[3])
     if major != 1 or status < 100:
         raise ProtocolViolation(f"unsupported status line: {_show(status_line)}")
-    headers = _fields(lines[1:])
+    headers = _plain_fields(block) or _fields(block.split(b"\n"))
     reason = (match[4] or b"").decode("utf-8", "surrogateescape").strip()
     fields = _framing_fields(headers)
     framing, length, reusable = _framing(status, fields)
     keep_alive = reusable and _persistent(minor, fields)
     return ResponseHead(status, reason, f"1.{minor}", headers, framing, length, keep_alive)
+
+
+def _plain_fields(block: bytes) -> Headers | None:
+    """The fields of ``block`` (the head past its status line) by two C-level regex passes, or
+    None (then :func:`_fields` reads it line by line): none, too many, a long line, folding or junk."""
+    if len(block) > MAX_LINE_BYTES:  # no line can be longer than the block
+        return None
+    # a whole-block decode, as the per-line path decodes each piece: the splits are at ASCII bytes
+    text = block.decode("utf-8", "surrogateescape")
+    if not _PLAIN_FIELDS.match(text):
+        return None
+    fields = _PLAIN_FIELD.findall(text)
+    return tuple(fields) if 0 < len(fields) <= MAX_FIELDS else None
 
 
 def _fields(lines: list[bytes]) -> Headers:

@@ -22,6 +22,9 @@ __all__ = ["Draft", "WireTarget", "as_sent", "clip", "extra_headers", "wire_targ
 MAX_DETAIL_CHARS = 200
 _WIRE_READY = re.compile(r"https?://[!-~]+\Z")
 """ASCII, no spaces or controls: a canonical URL goes on the wire as it is."""
+_PLAIN_TARGET = re.compile(r"(https?)://([a-z0-9.-]+)(?::([0-9]{1,5}))?([/?][!-\"$-~]*)?\Z")
+"""A canonical URL with a plain host name or IPv4 address, an optional port and no credentials
+or fragment: split by one regex, not by ``urlsplit`` (a request's share of a page's CPU)."""
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _BAD_VALUE = re.compile(r"[\r\n\0]")
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -45,6 +48,9 @@ class WireTarget:
 
 def wire_target(url: str) -> WireTarget:
     """The target of ``url``; :class:`InvalidUrl` if it is not an absolute http(s) URL."""
+    plain = _plain_target(url) if isinstance(url, str) else None
+    if plain is not None:
+        return plain
     text = url if isinstance(url, str) else ""
     if not _WIRE_READY.match(text):
         text = canonicalize(text) or ""
@@ -62,6 +68,20 @@ def wire_target(url: str) -> WireTarget:
     if parts.query or text.endswith("?"):
         path += "?" + parts.query
     return WireTarget(text, parts.scheme, host, port or default, host_header, path)
+
+
+def _plain_target(url: str) -> WireTarget | None:
+    """The target of a URL :data:`_PLAIN_TARGET` matches, or None (then ``urlsplit`` decides)."""
+    plain = _PLAIN_TARGET.match(url)
+    if plain is None:
+        return None
+    scheme, host, port_text, path = plain.groups()
+    default = _DEFAULT_PORTS[scheme]
+    port = int(port_text) if port_text else default
+    if not 0 < port <= 65535:  # out of range, or 0 (which urlsplit's caller sends to the default)
+        return None
+    host_header = f"{host}:{port}" if port != default else host
+    return WireTarget(url, scheme, host, port, host_header, "/" + path if path and path[0] == "?" else path or "/")
 
 
 def extra_headers(headers: Mapping[str, str] | None) -> Headers:

@@ -53,12 +53,20 @@ class Journal:
         self.gen = gen
         self.ops: list[Op] = []
         self.bytes_written = 0
-        self._fd = self._open(gen)
+        self._fd, self._size = self._open(gen)
+        # built once a file, not once a record (a record is written per page)
+        self._what = f"cannot write frontier journal {journal_path(directory, gen)}"
 
-    def _open(self, gen: int) -> int:
+    def _open(self, gen: int) -> tuple[int, int]:
+        """The file's descriptor and size (kept here from now on: this journal is its one writer)."""
         try:
-            return os.open(journal_path(self.directory, gen), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+            fd = os.open(journal_path(self.directory, gen), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         except OSError as exc:
+            raise StoreError(f"cannot open frontier journal in {self.directory}: {exc}") from exc
+        try:
+            return fd, os.fstat(fd).st_size
+        except OSError as exc:
+            os.close(fd)
             raise StoreError(f"cannot open frontier journal in {self.directory}: {exc}") from exc
 
     def write(self) -> None:
@@ -71,14 +79,15 @@ class Journal:
             return
         payload = marshal.dumps(self.ops)
         data = _HEADER.pack(len(payload), zlib.crc32(payload)) + payload
-        append_bytes(self._fd, data, f"cannot write frontier journal {journal_path(self.directory, self.gen)}")
+        self._size = append_bytes(self._fd, data, self._what, self._size) + len(data)
         self.ops = []
         self.bytes_written += len(data)
 
     def rotate(self, gen: int) -> None:
         """Start generation ``gen`` (already recorded by a committed checkpoint); drop the old file."""
         os.close(self._fd)
-        self._fd = self._open(gen)
+        self._fd, self._size = self._open(gen)
+        self._what = f"cannot write frontier journal {journal_path(self.directory, gen)}"
         self.gen = gen
         self.bytes_written = 0
         self.ops = []

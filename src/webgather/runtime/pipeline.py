@@ -193,12 +193,13 @@ def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFing
     records: list[LinkRecord] = []
     candidates: list[CrawlItem] = []
     known: dict[str, tuple[int, int]] = {}  # pages repeat links: look each URL up once
-    clean = scope.clean
+    clean = None if scope.rules.strip is None else scope.clean  # no strip rules: no call per link
+    get = routed.get
     for link in followable(page):
-        url = clean(link.url)
+        url = link.url if clean is None else clean(link.url)
         fps = known.get(url)
         if fps is None:
-            fps = routed.get(url)
+            fps = get(url)
             if fps is None:
                 fps = (fingerprint(url), host_fp(host_key(url)))
                 candidates.append(CrawlItem(url, fps[0], depth=depth, priority=float(depth)))

@@ -34,7 +34,7 @@ from webgather.store.records import (
 from webgather.store.recovery import repair_index, repair_warc
 
 __all__ = ["GZIP_LEVEL", "PREFIX", "Archive", "ArchiveRef", "check_fetch", "check_revisit", "closed_files",
-           "random_record_id"]
+           "RandomRecordIds", "random_record_id"]
 
 PREFIX = "webgather"
 GZIP_LEVEL: int | None = None
@@ -65,7 +65,29 @@ def random_record_id() -> str:
     Formats the 16 random bytes as ``str(uuid.UUID(bytes=..., version=4))``
     would, without building the object (1.2 instead of 2.7 us; 2 ids a page).
     """
-    raw = bytearray(os.urandom(16))
+    return _uuid4_urn(os.urandom(16))
+
+
+class RandomRecordIds:
+    """:func:`random_record_id` with the random bytes drawn 4 KiB at a time: one ``getrandom``
+    call (a syscall that hands the GIL to the crawl's thread and waits to get it back) per
+    256 ids, not one per id. One owner (an archive); a forked child draws its own bytes."""
+
+    def __init__(self) -> None:
+        self._pool = b""
+        self._at = 0
+        self._pid = -1
+
+    def __call__(self) -> str:
+        if self._at >= len(self._pool) or self._pid != os.getpid():
+            self._pool, self._at, self._pid = os.urandom(16 * 256), 0, os.getpid()
+        at = self._at
+        self._at = at + 16
+        return _uuid4_urn(self._pool[at : at + 16])
+
+
+def _uuid4_urn(random16: bytes) -> str:
+    raw = bytearray(random16)
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
     raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
     h = raw.hex()
@@ -99,6 +121,10 @@ class Archive:
         self._warcinfo_id: str | None = None
         self._index_path = warc_dir / INDEX_NAME
         self._index_fd = _open_append(self._index_path)
+        # kept here, not asked of the OS per record: this archive is the index's one writer
+        self._index_size = _size_of(self._index_fd, self._index_path)
+        self._index_what = f"cannot write {self._index_path}"
+        self._what = ""
 
     @classmethod
     def open(
@@ -121,7 +147,7 @@ class Archive:
         except OSError as exc:
             raise StoreError(f"cannot create {warc_dir}: {exc.strerror}") from exc
         next_seq = _repair_newest(warc_dir, node)
-        return cls(warc_dir, node, config, next_seq, ids or random_record_id, now_iso)
+        return cls(warc_dir, node, config, next_seq, ids or RandomRecordIds(), now_iso)
 
     @property
     def current_file(self) -> str:
@@ -164,7 +190,7 @@ class Archive:
         """Close the file being written (the next record opens a new one); returns the names of
         this node's files (all closed now) and the index's length, every line of which is theirs."""
         self._close_file()
-        return closed_files(self.warc_dir, self.node), os.fstat(self._index_fd).st_size
+        return closed_files(self.warc_dir, self.node), self._index_size
 
     def close(self) -> None:
         """Close the files; the archive cannot be written afterwards."""
@@ -188,13 +214,16 @@ class Archive:
         line = cdxj_line(result.url, first.date, mime, result.status, digest, length, self._size, self._name)
         # The index line goes first: a kill -9 between the two leaves a line past the
         # WARC's end, which reopening cuts. A failed record write cuts the line now.
-        index_at = append_bytes(self._index_fd, line.encode("utf-8", "surrogateescape"), f"cannot write {self._index_path}")
+        encoded = line.encode("utf-8", "surrogateescape")
+        index_at = append_bytes(self._index_fd, encoded, self._index_what, self._index_size)
+        self._index_size = index_at + len(encoded)
         ref = ArchiveRef(self._name, self._size, length, first.record_id, digest, first.date, result.url)
         try:
             self._append(unit)
         except WriteFailed:
             with contextlib.suppress(OSError):  # the record's error is the one to report
                 os.ftruncate(self._index_fd, index_at)
+                self._index_size = index_at
             raise
         self._has_records = True
         return ref
@@ -208,8 +237,7 @@ class Archive:
 
     def _append(self, unit: bytes) -> None:
         assert self._fd is not None
-        append_bytes(self._fd, unit, f"cannot write {self._path}")
-        self._size += len(unit)
+        self._size = append_bytes(self._fd, unit, self._what, self._size) + len(unit)
 
     def _ensure_file(self, date: str) -> None:
         """Open the next file if none is open or the current one holds warc_max_bytes."""
@@ -227,6 +255,7 @@ class Archive:
             raise StoreError(f"cannot create {path}: {exc.strerror}") from exc
         self._seq += 1
         self._name, self._path, self._size, self._has_records = name, path, 0, False
+        self._what = f"cannot write {path}"
         self._warcinfo_id = self._ids()
         info = warcinfo_record(self._warcinfo_id, date, name, _warcinfo_fields(self.node))
         self._append(self._encode((info.data,))[0])
@@ -275,6 +304,14 @@ def _open_append(path: Path) -> int:
     try:
         return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     except OSError as exc:
+        raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
+
+
+def _size_of(fd: int, path: Path) -> int:
+    try:
+        return os.fstat(fd).st_size
+    except OSError as exc:
+        os.close(fd)
         raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
 
 

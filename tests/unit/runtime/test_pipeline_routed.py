@@ -54,3 +54,27 @@ def test_a_url_scope_rejected_as_too_deep_is_routed_when_found_shallower() -> No
     assert _extract(routed, 1, scope).items == []  # links at depth 2: too deep, not remembered
     assert len(routed) == 0
     assert {i.url for i in _extract(routed, 0, scope).items} == {"http://a.test/x", "http://b.test/y"}
+
+
+def test_without_strip_rules_no_link_pays_a_clean_call_and_with_them_every_link_does() -> None:
+    """Issue 18: the per-link identity call is gone when no ``strip_query_params`` is set;
+    with rules, each link's URL is cleaned and the page's records follow its links in order."""
+    calls: list[str] = []
+    plain = Scope(ScopeConfig(mode="any"), [BASE])
+    plain.clean = lambda url: calls.append(url) or url
+    records = _extract(RoutedUrls(), 0, plain).link_records
+    # make_items still cleans each new item (2 here); the 3 links no longer are, one by one
+    assert calls == ["http://a.test/x", "http://b.test/y"] and records is not None
+    assert [(r[0], r[3]) for r in records] == [("http://a.test/x", "x"), ("http://a.test/x", "again"),
+                                                ("http://b.test/y", "y")]
+    stripping = Scope(ScopeConfig(mode="any", strip_query_params=("sid",)), [BASE])
+    original = stripping.clean
+    stripping.clean = lambda url: calls.append(url) or original(url)
+    page = PAGE.replace(b'href="/x"', b'href="/x?sid=1"', 1)
+    item = CrawlItem(BASE, fingerprint(BASE), depth=0)
+    result = FetchResult(url=BASE, started_at=0.0, elapsed_s=0.01, status=200,
+                         response_headers=(("Content-Type", "text/html"),), raw_body=page, body=page)
+    out = extract(item, result, Decision(parse="page"), stripping, HostFingerprints(), RoutedUrls(), want_text=False)
+    assert len(calls) == 2 + 3 + 2 and out.link_records is not None  # 3 links, 2 new items
+    assert [r[0] for r in out.link_records] == ["http://a.test/x", "http://a.test/x", "http://b.test/y"]
+    assert sorted(i.url for i in out.items) == ["http://a.test/x", "http://b.test/y"]
