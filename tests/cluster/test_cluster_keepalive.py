@@ -64,6 +64,7 @@ async def test_a_loop_too_busy_to_beat_keeps_its_membership_and_its_lease(backen
         assert lease.valid(clock.monotonic()), "the lease lapsed while the loop was busy"
         assert await _member_pttl_ms(backend) > 0, "the member key expired: the others would call it dead"
         assert keepalive.renewals >= 10
+    assert http.counts["keepalive_renewals"] == keepalive.renewals
     renewed = lease.confirmed_at
     time.sleep(0.3)  # stopped: nothing renews any more
     assert lease.confirmed_at == renewed

@@ -26,6 +26,9 @@ client so the run loop (``runtime.node``) is untouched apart from handling
   ``Fenced`` is raised: the run loop puts the item back in its queue unfetched
   (it travels with the bucket's hand-off); a robots.txt fetch is asked again by whoever gets the host.
 
+A node merely too busy to beat (its loop's turns slow under load) keeps its lease through
+:func:`keeping_alive`'s thread (:mod:`webgather.cluster.keepalive`), which a frozen process does not run.
+
 A request already on the wire when the node froze cannot be recalled: at most
 ``fetch.concurrency`` of them, counted by nobody but the server.
 """
@@ -176,6 +179,7 @@ def keeping_alive(transport: object, node: str, cluster: ClusterConfig, lease: L
         yield keepalive
     finally:
         keepalive.stop()
+        http.counts["keepalive_renewals"] = keepalive.renewals  # the summary's "fence" figures
 
 
 def fenced_parts(parts: NodeParts, lease: Lease, is_ready: Callable[[int], bool]) -> tuple[NodeParts, FencedHttp]:
