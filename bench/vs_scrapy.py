@@ -273,10 +273,11 @@ def cpu_split(out: Path, total_cpu_s: float) -> str:
         nodes = {p.parent.name: float(json.loads(p.read_text())["cpu_s"]) for p in out.glob("nodes/*/summary.json")}
     except (OSError, ValueError, KeyError):
         return ""
-    redis_s = float(merged.get("redis_cpu_s") or 0.0)
+    redis_s = merged.get("redis_cpu_s")  # absent from trees before it was recorded, null with --redis URL
     parts = [f"{name} {cpu_s:.1f}" for name, cpu_s in sorted(nodes.items())]
-    rest = total_cpu_s - sum(nodes.values()) - redis_s
-    return f"CPU s: {', '.join(parts)}, redis {redis_s:.1f}, rest (parent, start-up) {rest:.1f}"
+    rest = total_cpu_s - sum(nodes.values()) - float(redis_s or 0.0)
+    return (f"CPU s: {', '.join(parts)}, redis {'?' if redis_s is None else format(redis_s, '.1f')}, "
+            f"rest (parent, start-up{'' if redis_s is not None else ', redis'}) {rest:.1f}")
 
 
 # -- the three crawlers ------------------------------------------------------------------
