@@ -20,6 +20,7 @@ bench/results/node_ab, git-ignored).
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 from dataclasses import dataclass, field
@@ -77,7 +78,16 @@ def run_variant(variant: Variant, args: argparse.Namespace, seed: str, resolve: 
     scratch = args.work / "runs" / variant.name
     command = crawl_command(variant, seed, resolve, config, scratch, args.concurrency)
     crawler = vs.Crawler(variant.name, lambda _s: command, lambda s, _o: vs.logged_pages(s / "out"), args.timeout)
-    return vs.run_once(crawler, scratch)
+    # --workers starts its nodes as `python -m webgather`: they find the variant's tree through PYTHONPATH
+    before = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = str(variant.tree.resolve())
+    try:
+        return vs.run_once(crawler, scratch)
+    finally:
+        if before is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = before
 
 
 def report(variants: list[Variant]) -> str:
@@ -140,7 +150,8 @@ def main() -> int:
                 variant.runs.append(run)
                 print(f"  round {round_no + 1} {variant.name:<12} {run.pages} pages {run.wall_s:.2f} s "
                       f"{run.cpu_ms_per_page:.2f} ms/page {run.peak_rss_mib:.1f} MiB"
-                      f"{'' if run.ok else ' FAILED ' + run.note}", flush=True)
+                      f"{'' if run.ok else ' FAILED ' + run.note}"
+                      f"{chr(10) + '    ' + run.cpu_split if run.cpu_split else ''}", flush=True)
     print(report(variants))
     return 0
 

@@ -87,6 +87,8 @@ class Run:
     peak_rss_mib: float
     ok: bool
     note: str = ""
+    cpu_split: str = ""
+    """For a --workers run: each node's CPU, the embedded Redis's and the rest (parent, start-up)."""
 
     @property
     def pages_per_s(self) -> float:
@@ -292,7 +294,23 @@ def run_once(crawler: Crawler, scratch: Path) -> Run:
         note = f"killed after {crawler.timeout_s:g} s"
     else:
         note = "" if code == 0 else f"exit {code}: {(scratch / 'stderr.txt').read_text()[-300:]!r}"
-    return Run(crawler.name, pages, wall, cpu, rss, code == 0, note)
+    return Run(crawler.name, pages, wall, cpu, rss, code == 0, note, cpu_split(scratch / "out", cpu))
+
+
+def cpu_split(out: Path, total_cpu_s: float) -> str:
+    """Where a ``--workers`` run's CPU went, from its merged and per-node summaries ("" for one node)."""
+    try:
+        merged = json.loads((out / "summary.json").read_text())
+        if "workers" not in merged:
+            return ""
+        nodes = {p.parent.name: float(json.loads(p.read_text())["cpu_s"]) for p in out.glob("nodes/*/summary.json")}
+    except (OSError, ValueError, KeyError):
+        return ""
+    redis_s = merged.get("redis_cpu_s")  # absent from trees before it was recorded, null with --redis URL
+    parts = [f"{name} {cpu_s:.1f}" for name, cpu_s in sorted(nodes.items())]
+    rest = total_cpu_s - sum(nodes.values()) - float(redis_s or 0.0)
+    return (f"CPU s: {', '.join(parts)}, redis {'?' if redis_s is None else format(redis_s, '.1f')}, "
+            f"rest (parent, start-up{'' if redis_s is not None else ', redis'}) {rest:.1f}")
 
 
 # -- the three crawlers ------------------------------------------------------------------
@@ -408,6 +426,8 @@ def report(crawlers: list[Crawler], header: list[str]) -> str:
             lines.append(f"  {r.crawler:<13} round {i + 1}: {r.pages:6d} pages {r.wall_s:7.2f} s "
                          f"{r.pages_per_s:7.1f} pages/s {r.cpu_ms_per_page:6.2f} ms CPU/page "
                          f"{r.peak_rss_mib:7.1f} MiB{flag}")
+            if r.cpu_split:
+                lines.append(f"  {'':<13}          {r.cpu_split}")
     head = f"  {'crawler':<13} {'pages':>6} {'wall s':>7} {'pages/s':>8} {'CPU ms/page':>12} {'peak RSS MiB':>13}"
     lines += ["", "medians:", head]
     table = {c.name: medians(c) for c in crawlers if any(r.ok for r in c.runs)}

@@ -98,6 +98,7 @@ async def test_two_worker_processes_fetch_the_closure_politely(tmp_path: Path) -
     assert set(summary["nodes"]) == {"w0", "w1"} and summary["cross"]["messages"] > 0
     assert summary["load"]["intervals"] and "var_share" in summary["load"]["intervals"][0]
     assert not (run["out"] / "redis" / "redis.sock").exists()  # the embedded Redis was stopped
+    assert 0 < summary["redis_cpu_s"] < 60  # where the cores went: each node's cpu_s, and Redis's
 
 
 async def test_a_worker_killed_mid_crawl_costs_only_its_counted_in_flight_pages(tmp_path: Path) -> None:

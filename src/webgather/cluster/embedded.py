@@ -45,6 +45,7 @@ from __future__ import annotations
 import atexit
 import asyncio
 import importlib.util
+import os
 import shutil
 import signal
 import socket
@@ -113,6 +114,19 @@ class EmbeddedRedis:
         """PID of the running server, or None."""
         proc = self._proc
         return proc.pid if proc is not None and proc.poll() is None else None
+
+    def cpu_s(self) -> float | None:
+        """CPU time (user + system) the running server has used, from ``/proc/PID/stat``; None if it is
+        not running or the OS has no ``/proc`` (a figure for the merged summary: where the cores go)."""
+        pid = self.pid
+        if pid is None:
+            return None
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            fields = stat[stat.rindex(")") + 2 :].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
 
     @property
     def running(self) -> bool:

@@ -126,6 +126,7 @@ class RedisBackend:
         self.keys = Keys(crawl)
         self.clock = clock
         self.max_block_s = max_block_s
+        self.url = ""  # set by connect (the keep-alive thread opens its own connection: cluster.keepalive)
         self.scripts = {name: client.register_script(getattr(lua, name)) for name in lua.__all__}
         self._coordinator = RedisCoordinator(self)
 
@@ -149,6 +150,7 @@ class RedisBackend:
         except (ValueError, TypeError) as exc:
             raise BackendUnavailable(f"bad Redis URL {where}: {_line(exc)}") from None
         backend = cls(client, crawl, n_buckets, where, clock or SystemClock(), timeout / 2)
+        backend.url = url
         try:
             await backend._check_server()
         except BaseException:

@@ -26,6 +26,9 @@ client so the run loop (``runtime.node``) is untouched apart from handling
   ``Fenced`` is raised: the run loop puts the item back in its queue unfetched
   (it travels with the bucket's hand-off); a robots.txt fetch is asked again by whoever gets the host.
 
+A node merely too busy to beat (its loop's turns slow under load) keeps its lease through
+:func:`keeping_alive`'s thread (:mod:`webgather.cluster.keepalive`), which a frozen process does not run.
+
 A request already on the wire when the node froze cannot be recalled: at most
 ``fetch.concurrency`` of them, counted by nobody but the server.
 """
@@ -33,18 +36,24 @@ A request already on the wire when the node froze cannot be recalled: at most
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
+from webgather.config.sections import ClusterConfig
 from webgather.errors import Fenced
 from webgather.fetch.model import FetchResult
 from webgather.clock import Clock
 from webgather.runtime.parts import HttpPort, NodeParts
 from webgather.urls import host_key
 
-__all__ = ["FencedHttp", "Lease", "fenced_parts"]
+if TYPE_CHECKING:
+    from webgather.cluster.keepalive import KeepAlive
+
+__all__ = ["FencedHttp", "Lease", "fenced_parts", "keeping_alive"]
 
 log = logging.getLogger(__name__)
 
@@ -62,10 +71,19 @@ class Lease:
         """Send time of the last heartbeat that succeeded (not yet confirmed by a table read)."""
         self.confirmed_at = -math.inf
         """Send time of the last heartbeat followed by a successful table read: the lease counts from here."""
+        self.beat_at = -math.inf
+        """Send time of the loop's last successful heartbeat (the keep-alive thread stops if it gets old)."""
 
     def renewed(self, sent_at: float) -> None:
         """A heartbeat sent at ``sent_at`` (monotonic, taken before sending) succeeded."""
         self.renewed_at = max(self.renewed_at, sent_at)
+        self.beat_at = max(self.beat_at, sent_at)
+
+    def kept(self, sent_at: float) -> None:
+        """The keep-alive thread's renewal sent at ``sent_at`` succeeded and its table read (in the same
+        pipeline, after it) matched the adopted table: renewed and confirmed at once (``cluster.keepalive``)."""
+        self.renewed_at = max(self.renewed_at, sent_at)
+        self.confirmed_at = max(self.confirmed_at, sent_at)
 
     def mark(self) -> float:
         """Before a table read is sent: the renewal that read may confirm."""
@@ -131,6 +149,37 @@ class FencedHttp:
         if self._lapsed:
             self._lapsed = False
             log.warning("node %s: membership lease renewed; requests resume", self.node)
+
+
+@contextlib.contextmanager
+def keeping_alive(transport: object, node: str, cluster: ClusterConfig, lease: Lease, http: FencedHttp,
+                  adopted: Callable[[], int | None]) -> Iterator[KeepAlive | None]:
+    """While the block runs (on the event loop), a node on Redis has the lease's keep-alive thread
+    (:mod:`webgather.cluster.keepalive`); other backends answer without waiting for a turn of the
+    loop and need none. ``transport``: the node's; a ``RedisTransport`` has its ``RedisBackend``."""
+    backend = getattr(transport, "backend", None)  # duck-typed: a one-node crawl does not import redis-py
+    url, crawl = getattr(backend, "url", None), getattr(backend, "crawl", None)
+    if not (isinstance(url, str) and url and isinstance(crawl, str)):
+        yield None
+        return
+    from webgather.cluster.keepalive import KeepAlive, redis_renewer  # redis-py: not for a one-node crawl
+
+    loop = asyncio.get_running_loop()
+    renew, close = redis_renewer(url, crawl, node, cluster.member_ttl_s)
+
+    def kept(sent_at: float) -> None:
+        lease.kept(sent_at)  # at once: a fetch looking at the lease needs no turn of the loop
+        with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+            loop.call_soon_threadsafe(http.table_read, sent_at)  # wakes the requests waiting for it
+
+    keepalive = KeepAlive(renew, period_s=cluster.heartbeat_s, adopted=adopted, loop_beat_at=lambda: lease.beat_at,
+                          kept=kept, monotonic=http.clock.monotonic, close=close)
+    keepalive.start()
+    try:
+        yield keepalive
+    finally:
+        keepalive.stop()
+        http.counts["keepalive_renewals"] = keepalive.renewals  # the summary's "fence" figures
 
 
 def fenced_parts(parts: NodeParts, lease: Lease, is_ready: Callable[[int], bool]) -> tuple[NodeParts, FencedHttp]:

@@ -60,7 +60,7 @@ from webgather.runtime.cluster_budget import CycleBudget, chunk_size
 from webgather.runtime.cluster_permits import PagePermits, batch_size
 from webgather.runtime.cluster_buckets import BucketKeeper, stored_buckets
 from webgather.runtime.cluster_cycle import NodeCycle, RowStore
-from webgather.runtime.cluster_fence import Lease, fenced_parts
+from webgather.runtime.cluster_fence import Lease, fenced_parts, keeping_alive
 from webgather.runtime.cluster_figures import node_info, node_summary
 from webgather.runtime.cluster_losses import Losses, release_overdue
 from webgather.runtime.cluster_recovery import lock_held, recover_node
@@ -214,6 +214,17 @@ class ClusterNode:
         await self.coordinator.incr(f"{ALIVE}{runs}.{self.node_id}")
         await self._beat()
         await self._read_table()  # the lease counts from here: the first fetches need not wait a beat
+        with keeping_alive(self.transport, self.node_id, self.cfg, self.lease, self.http,
+                           lambda: self.ownership.version):
+            await self._run_loops()
+        if self.reason in ("done", "left"):
+            try:
+                await self.coordinator.leave(self.node_id)
+            except BackendUnavailable as exc:
+                log.warning(f"webgather node {self.node_id}: could not leave the membership: {exc}")
+        return node_summary(self, time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
+
+    async def _run_loops(self) -> None:
         async with asyncio.TaskGroup() as group:
             crawling = group.create_task(self._crawl())
             loops = [group.create_task(loop) for loop in (
@@ -229,12 +240,6 @@ class ClusterNode:
             self.keeper.close()
             for task in loops:
                 task.cancel()
-        if self.reason in ("done", "left"):
-            try:
-                await self.coordinator.leave(self.node_id)
-            except BackendUnavailable as exc:
-                log.warning(f"webgather node {self.node_id}: could not leave the membership: {exc}")
-        return node_summary(self, time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
 
     async def _crawl(self) -> None:
         try:

@@ -203,7 +203,7 @@ class _Run:
             finished = finished and all(s.get("finished", True) for s in summaries)  # buckets went to others)
         merged = merge_summaries(summaries, wall_s=wall_s, finished=finished)
         merged.update({"workers": len(nodes), "exit_codes": dict(zip(nodes, codes, strict=True)),
-                       "backend_error": error,
+                       "backend_error": error, "redis_cpu_s": self.server.cpu_s() if self.server else None,
                        "counters": {k: v for k, v in counters.items() if not k.startswith(("recover.", "alive."))},
                        "losses": loss_text(counters), "interrupted": interrupted})
         write_summary(out, merged)
