@@ -48,6 +48,7 @@ __all__ = [
     "StoreConfig",
     "layers",
     "load",
+    "native_parse_wanted",
     "to_toml",
 ]
 
@@ -63,6 +64,12 @@ REDIS_URL_ENV = "WEBGATHER_REDIS_URL"
 """A cluster crawl's Redis URL (it may hold a password, so it stays out of argv): not a setting."""
 NATIVE_ENV = "WEBGATHER_NATIVE"
 """``0`` makes parsing take the pure-Python link path (webgather.parse.native): not a setting."""
+
+
+def native_parse_wanted() -> bool:
+    """False when ``WEBGATHER_NATIVE=0`` asks for the pure-Python parse path. Read here, the
+    package's one reader of the environment, so that ``webgather.parse`` stays free of IO."""
+    return os.environ.get(NATIVE_ENV, "1").strip() != "0"
 
 
 def load(

@@ -13,14 +13,13 @@ Both paths give identical results (tests/unit/parse/test_native_differential.py)
 from __future__ import annotations
 
 import logging
-import os
 from types import ModuleType
 
 from ada_url.ada_adapter import ffi as _ffi  # type: ignore[attr-defined]
 from ada_url.ada_adapter import lib as _ada  # type: ignore[attr-defined]
 from selectolax import lexbor as _lexbor
 
-from webgather.config import NATIVE_ENV
+from webgather.config import native_parse_wanted
 from webgather.urls import canonicalize, resolve_link
 
 __all__ = ["available", "core", "scanner", "status", "use_native"]
@@ -70,7 +69,7 @@ def _agrees(module: ModuleType) -> str | None:
 
 
 def _load() -> tuple[ModuleType | None, str]:
-    if os.environ.get(NATIVE_ENV, "1").strip() == "0":
+    if not native_parse_wanted():
         return None, "python (WEBGATHER_NATIVE=0)"
     try:
         from webgather import _urlcore
