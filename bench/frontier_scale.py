@@ -187,6 +187,7 @@ def part_frontier(args: argparse.Namespace) -> dict[str, Any]:
     t = time.perf_counter()
     f.close()
     out["close_s"] = round(time.perf_counter() - t, 2)
+    del f  # a closed frontier's heads are garbage: the resumes' peak RSS is their own
     out["state_mib"] = round(sum(p.stat().st_size for p in state.rglob("*") if p.is_file()) / 2**20)
     out["resume_clean"] = resume(state, config, polite)
     out["resume_after_crash"] = crash_and_resume(state, config, polite, web, now)

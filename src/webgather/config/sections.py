@@ -171,7 +171,7 @@ class FrontierConfig:
     """Replacement policy of the cache in front of the seen-set."""
     host_queue_memory: int = 1000
     """URLs per host held in memory; the rest wait on disk."""
-    queue_memory_items: int = 1_000_000
+    queue_memory_items: int = 250_000
     """URLs held in memory across all hosts' queue heads (persistent frontier); the rest wait on disk."""
 
 

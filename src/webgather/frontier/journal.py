@@ -26,7 +26,7 @@ import struct
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from webgather.appendio import append_bytes
 from webgather.errors import CorruptState, StoreError
@@ -108,23 +108,29 @@ def remove_stale(directory: Path, keep: int) -> None:
 
 
 def read_journal(directory: Path, gen: int) -> Iterator[list[Op]]:
-    """The records of journal ``gen`` in order (none if the file does not exist)."""
+    """The records of journal ``gen`` in order (none if the file does not exist).
+
+    Read a record at a time, so a resume needs RAM for one record, not the file."""
     path = journal_path(directory, gen)
     try:
-        data = path.read_bytes()
+        with path.open("rb") as handle:
+            yield from _records(handle, os.fstat(handle.fileno()).st_size, path)
     except FileNotFoundError:
         return
     except OSError as exc:
         raise StoreError(f"cannot read frontier journal {path}: {exc}") from exc
+
+
+def _records(handle: BinaryIO, size: int, path: Path) -> Iterator[list[Op]]:
     at = 0
-    while at + _HEADER.size <= len(data):
-        length, crc = _HEADER.unpack_from(data, at)
-        payload = data[at + _HEADER.size : at + _HEADER.size + length]
+    while at + _HEADER.size <= size:
+        length, crc = _HEADER.unpack(handle.read(_HEADER.size))
+        payload = handle.read(length)
         end = at + _HEADER.size + length
         if len(payload) < length:
             return  # torn last record: the process died inside write()
         if zlib.crc32(payload) != crc:
-            if end >= len(data):
+            if end >= size:
                 return
             raise CorruptState(f"frontier journal {path}: bad record at byte {at}")
         try:

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol, TypeVar
 
 import numpy as np
@@ -44,7 +44,7 @@ import numpy as np
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.errors import StoreError
 from webgather.frontier.cash import CashBook, load_cash
-from webgather.frontier.journal import Journal, read_journal, remove_stale
+from webgather.frontier.journal import Journal, Op, read_journal, remove_stale
 from webgather.frontier.queues_sqlite import SqliteQueues
 from webgather.frontier.seen import KeyArray
 from webgather.frontier.seen_disk import DiskSeen
@@ -68,6 +68,8 @@ class Resumable(Protocol):
 F = TypeVar("F", bound=Resumable)
 CHECKPOINT_BYTES = 64 * 1024 * 1024
 CHECKPOINT_ROWS = 250_000
+REPLAY_PENDING_ROWS = 100_000
+"""Rows a journal replay holds in RAM before it writes them to SQLite (in the open transaction)."""
 
 
 class Persistence:
@@ -154,7 +156,7 @@ def open_persistent(cls: Callable[..., F], state_dir: Path, config: FrontierConf
                               queue_memory_items=config.queue_memory_items)
         gen = int(db.meta("journal_gen") or 0)
         in_flight = db.in_flight_marks()
-        for blob in queues.replay(read_journal(state_dir, gen), in_flight):
+        for blob in queues.replay(_bounded(read_journal(state_dir, gen), queues), in_flight):
             keys = np.frombuffer(blob, dtype="<u8").astype(np.uint64)
             db.journal_seen(keys[seen.add_many(keys)])
         cash = _open_cash(db, queues) if config.order == "opic" else None
@@ -173,6 +175,16 @@ def open_persistent(cls: Callable[..., F], state_dir: Path, config: FrontierConf
     frontier.queued = queues.rows
     frontier.resumed_in_flight = len(in_flight)
     return frontier
+
+
+def _bounded(records: Iterator[list[Op]], queues: SqliteQueues) -> Iterator[list[Op]]:
+    """The records, with the replayed rows written to SQLite whenever ``REPLAY_PENDING_ROWS``
+    wait: a crash's journal (up to ``CHECKPOINT_BYTES``) is not held in RAM as rows. The
+    writes join the open transaction, so a crash during the replay leaves the state as it was."""
+    for ops in records:
+        yield ops
+        if queues.pending_rows >= REPLAY_PENDING_ROWS:
+            queues.write_rows()
 
 
 def _open_cash(db: StateDB, queues: SqliteQueues) -> CashBook:
