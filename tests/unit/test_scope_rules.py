@@ -175,3 +175,11 @@ def test_keys_cut_at_the_query_give_the_same_verdicts_for_prefixes_without_one(h
     assume(prefix.strip() != "")
     s = scope(include_surt=(prefix,))
     assert (s.reject(url, 0) is None) == bool(re.match(surt_prefix(prefix), key))
+
+
+def test_memory_sizes_alone_do_not_make_a_resumed_crawl_incompatible() -> None:
+    # a release that lowered the queue_memory_items default refused every crawl started before it
+    before = load(None, {}, {"frontier.queue_memory_items": 1_000_000, "frontier.seen_memory_entries": 8})
+    now = load(None, {}, {"frontier.order": "opic"})
+    a, b = CrawlDefinition.of(before, ["http://a.test/"], 0.0), CrawlDefinition.of(now, ["http://a.test/"], 0.0)
+    assert a.differences(b) == ["frontier.order"]

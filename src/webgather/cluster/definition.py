@@ -38,6 +38,13 @@ __all__ = ["CrawlDefinition", "CycleSpec", "identity", "publish", "publish_cycle
 
 LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "seeds", "pin_cpu", "fetch.source_address", "metrics")
 CYCLE_PREFIX = "recrawl."
+MEMORY_SIZES = frozenset({
+    "frontier.seen_memory_entries", "frontier.seen_cache_entries", "frontier.queue_memory_items",
+    "frontier.host_queue_memory",
+})
+"""How much of the frontier and seen-set one node holds in RAM: they change no URL a crawl fetches,
+so a resume does not refuse over them (a release that changes one of their defaults, as 250,000
+queue heads did, must not strand a crawl started before it); the stored value stays in force."""
 """Config keys that belong to a cycle, not to the crawl's definition."""
 if TYPE_CHECKING:
     from webgather.cluster.redis import RedisBackend
@@ -97,8 +104,10 @@ class CrawlDefinition:
         return load(None, {}, values)
 
     def differences(self, other: CrawlDefinition) -> list[str]:
-        """Config keys whose values differ (the seeds and epoch may differ: a resumed crawl adds seeds)."""
-        keys = {k for k in set(self.config) | set(other.config) if not k.startswith(CYCLE_PREFIX)}
+        """Config keys whose values differ (the seeds and epoch may differ: a resumed crawl adds seeds;
+        the :data:`MEMORY_SIZES` may too)."""
+        keys = {k for k in set(self.config) | set(other.config)
+                if not k.startswith(CYCLE_PREFIX) and k not in MEMORY_SIZES}
         return sorted(k for k in keys if self.config.get(k) != other.config.get(k))
 
 
