@@ -68,7 +68,7 @@ def _host_and_port(authority: str, scheme: str) -> tuple[str, str]:
     if not hostport.endswith("]") and ":" in hostport:
         hostport, _, port = hostport.rpartition(":")
         port = port.lstrip("0") if port.isdigit() else port
-    raw = hostport.encode("utf-8").lower().strip(b"[]")
+    raw = hostport.encode("utf-8", "surrogatepass").lower().strip(b"[]")
     if b"%" in raw:
         raw = _unescape(raw)
     if not raw.isascii():
@@ -97,7 +97,7 @@ def _path_key(path: str) -> str:
     if _PLAIN_PATH.match(path):  # the common case: nothing to decode, resolve or encode
         key = path.lower() or "/"
     else:
-        raw = path.encode("utf-8")
+        raw = path.encode("utf-8", "surrogatepass")
         if b"%" in raw:
             raw = _unescape(raw)
         key = _escape(_normalize_path(raw)).lower()
@@ -128,7 +128,7 @@ def _dot_segments(segments: list[bytes]) -> list[bytes]:
 
 
 def _query_key(query: str) -> str:
-    text = _escape(_unescape(query.encode("utf-8")))
+    text = _escape(_unescape(query.encode("utf-8", "surrogatepass")))
     for pattern in _QUERY_SESSION:
         found = pattern.match(text)
         if found:
