@@ -9,6 +9,8 @@ these rows (``--only`` picks some; the default is all of them):
   politeness bookkeeping with zero delay (``--delay 0``; Crawl-delay honoured
   up to 0 s, as Scrapy ignores it), WARC gzipped, link log, persistent
   frontier and seen-set; **webgather-w2** the same with ``--workers 2``;
+  **webgather-pure** one node on the pure-Python parse path (``WEBGATHER_NATIVE=0``, the
+  fallback where the C extensions were not built);
 * **scrapy**: a CrawlSpider following every link in the domain, robots.txt
   obeyed (bench/scrapy_crawler.py, under bench/.venv-scrapy, made here);
 * **lean**: bench/lean_crawler.py, asyncio + aiohttp + uvloop + selectolax,
@@ -325,12 +327,16 @@ def logged_pages(out: Path) -> int:
     return count
 
 
-def webgather_crawler(name: str, seed: str, resolve: Path, args: argparse.Namespace, workers: int | None) -> Crawler:
+def webgather_crawler(name: str, seed: str, resolve: Path, args: argparse.Namespace, workers: int | None,
+                      native: bool = True) -> Crawler:
+    """``native=False``: the pure-Python parse path (``WEBGATHER_NATIVE=0``), the fallback of a
+    machine without a compiler; ``env`` execs the crawler, so wait4 still measures it alone."""
     config = args.work / "webgather.toml"
     config.write_text("[politeness]\nmax_crawl_delay_s = 0.0\n")
 
     def command(scratch: Path) -> list[str]:
-        cmd = [str(VENV_BIN / "webgather"), "crawl", seed, "--out", str(scratch / "out"), "--resolve", str(resolve),
+        prefix = [] if native else ["env", "WEBGATHER_NATIVE=0"]
+        cmd = prefix + [str(VENV_BIN / "webgather"), "crawl", seed, "--out", str(scratch / "out"), "--resolve", str(resolve),
                "--delay", "0", "--concurrency", str(args.concurrency), "--scope", "domains", "--domain", DOMAIN,
                "--config", str(config), "--no-progress", "--allow-address", "127.0.0.0/8"]
         return cmd + (["--workers", str(workers)] if workers else [])
@@ -423,20 +429,20 @@ def report(crawlers: list[Crawler], header: list[str]) -> str:
     for crawler in crawlers:
         for i, r in enumerate(crawler.runs):
             flag = "" if r.ok else f"  FAILED {r.note}"
-            lines.append(f"  {r.crawler:<13} round {i + 1}: {r.pages:6d} pages {r.wall_s:7.2f} s "
+            lines.append(f"  {r.crawler:<15} round {i + 1}: {r.pages:6d} pages {r.wall_s:7.2f} s "
                          f"{r.pages_per_s:7.1f} pages/s {r.cpu_ms_per_page:6.2f} ms CPU/page "
                          f"{r.peak_rss_mib:7.1f} MiB{flag}")
             if r.cpu_split:
-                lines.append(f"  {'':<13}          {r.cpu_split}")
-    head = f"  {'crawler':<13} {'pages':>6} {'wall s':>7} {'pages/s':>8} {'CPU ms/page':>12} {'peak RSS MiB':>13}"
+                lines.append(f"  {'':<15}          {r.cpu_split}")
+    head = f"  {'crawler':<15} {'pages':>6} {'wall s':>7} {'pages/s':>8} {'CPU ms/page':>12} {'peak RSS MiB':>13}"
     lines += ["", "medians:", head]
     table = {c.name: medians(c) for c in crawlers if any(r.ok for r in c.runs)}
     for crawler in crawlers:
         if crawler.name not in table:
             why = crawler.runs[0].note if crawler.runs else "not run"
-            lines.append(f"  {crawler.name:<13} no run finished ({why})")
+            lines.append(f"  {crawler.name:<15} no run finished ({why})")
     for name, m in table.items():
-        lines.append(f"  {name:<13} {m['pages']:6.0f} {m['wall_s']:7.2f} {m['pages_per_s']:8.1f} "
+        lines.append(f"  {name:<15} {m['pages']:6.0f} {m['wall_s']:7.2f} {m['pages_per_s']:8.1f} "
                      f"{m['cpu_ms_per_page']:12.3f} {m['peak_rss_mib']:13.1f}")
     lines += ["", "ratios (medians of this run; row / column):"]
     lines += _ratios(table)
@@ -458,8 +464,9 @@ def _ratios(table: dict[str, dict[str, float]]) -> list[str]:
     out = [_ratio_line(name, "scrapy", table) for name in table if name != "scrapy" and "scrapy" in table]
     for name in [n for n in table if n.startswith("webgather")]:
         out += [_ratio_line(name, peer, table) for peer in table if not peer.startswith("webgather") and peer != "scrapy"]
-    if "webgather" in table and "webgather-w2" in table:
-        out.append(_ratio_line("webgather-w2", "webgather", table))
+    for other in ("webgather-w2", "webgather-pure"):
+        if "webgather" in table and other in table:
+            out.append(_ratio_line(other, "webgather", table))
     return out
 
 
@@ -498,6 +505,7 @@ CAPABILITIES = ("robots.txt obeyed", "one connection per host", "WARC archive", 
 CAPABILITY_ROWS: dict[str, tuple[str, ...]] = {
     "webgather": ("yes (webgather group)", "yes", "yes (gzip)", "yes (frontier, seen-set)", "yes (link log)"),
     "webgather-w2": ("yes (webgather group)", "yes", "yes (gzip)", "yes (frontier, seen-set)", "yes (link log)"),
+    "webgather-pure": ("yes (webgather group)", "yes", "yes (gzip)", "yes (frontier, seen-set)", "yes (link log)"),
     "scrapy": ("yes (webgather group)", "no (per-host limit = concurrency)", "no", "no (JOBDIR unset)", "no"),
     "lean": ("yes (webgather group)", "yes", "no", "no", "no"),
     "crawlee": ("yes (* group only)", "no (no per-host limit)", "no", "yes (file request queue)", "no"),
@@ -509,13 +517,13 @@ CAPABILITY_ROWS: dict[str, tuple[str, ...]] = {
 def capability_table(names: list[str]) -> list[str]:
     widths = [max(len(h), *(len(CAPABILITY_ROWS[n][i]) for n in names)) for i, h in enumerate(CAPABILITIES)]
     def row(first: str, cells: tuple[str, ...]) -> str:
-        return "  " + f"{first:<13}" + " | ".join(f"{c:<{w}}" for c, w in zip(cells, widths)).rstrip()
+        return "  " + f"{first:<15}" + " | ".join(f"{c:<{w}}" for c, w in zip(cells, widths)).rstrip()
     return [row("crawler", CAPABILITIES), *(row(n, CAPABILITY_ROWS[n]) for n in names)]
 
 
 # -- main -----------------------------------------------------------------------------------
 
-ROWS = ("webgather", "scrapy", "lean", "crawlee", "crawlee-mem", "webgather-w2")
+ROWS = ("webgather", "scrapy", "lean", "crawlee", "crawlee-mem", "webgather-w2", "webgather-pure")
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -571,6 +579,8 @@ def main() -> int:
             workers_note = "webgather-w2: webgather crawl --workers 2"
         else:
             workers_note = "webgather-w2: skipped (webgather crawl has no --workers option yet)"
+    if "webgather-pure" in wanted:
+        crawlers.append(webgather_crawler("webgather-pure", seed, resolve, args, None, native=False))
     header = [
         f"vs_scrapy {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC on {machine_line(scrapy_version)}, "
         f"Crawlee {crawlee_version}",
@@ -585,7 +595,7 @@ def main() -> int:
             for crawler in order:
                 run = run_once(crawler, args.work / "runs" / crawler.name)
                 crawler.runs.append(run)
-                print(f"  round {round_no + 1} {run.crawler:<13} {run.pages} pages in {run.wall_s:.2f} s"
+                print(f"  round {round_no + 1} {run.crawler:<15} {run.pages} pages in {run.wall_s:.2f} s"
                       f"{'' if run.ok else ' FAILED ' + run.note}", flush=True)
     print()
     print(report(crawlers, header))
