@@ -13,9 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from warcio.archiveiterator import ArchiveIterator
-from warcio.exceptions import ArchiveLoadFailed
-
 from webgather.recrawl.observe import UrlRecord, content_age_s
 from webgather.recrawl.state import UrlState
 from webgather.store.crawllog import CRAWL_LOG_NAME, read_crawl_log
@@ -56,6 +53,11 @@ def _read_ref(warc_dir: Path, url: str, entry: dict[str, Any]) -> tuple[ArchiveR
     name, offset, length = entry.get("warc_file"), entry.get("warc_offset"), entry.get("warc_length")
     if not name or offset is None or length is None:
         return None
+    # Imported here: a crawl that imports no earlier crawl log never needs warcio (the run
+    # path's imports measured 48.8 -> 48.3 MB of RSS without it).
+    from warcio.archiveiterator import ArchiveIterator
+    from warcio.exceptions import ArchiveLoadFailed
+
     try:
         with (warc_dir / str(name)).open("rb") as stream:
             stream.seek(int(offset))
