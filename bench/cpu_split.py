@@ -10,9 +10,12 @@ bench/node_ab.py) while two things watch the crawler process:
 
 A thread's samples are sorted into parts by the deepest frame that names one
 (``PARTS``, leaf first), and the thread's measured CPU is divided among its parts
-in proportion to their samples (py-spy samples only threads it finds running, so
-the leaf frames of a wait, the writer's ``queue.get`` or uvloop's own C code
-under ``Runner.run``, are parts of their own). Figures are ms of CPU per
+in proportion to their samples. The leaf frames of a wait, the writer's
+``queue.get`` and uvloop's own C code under ``Runner.run``, are parts of their own:
+py-spy's idle filter does not tell the writer's wait from its work (with and
+without ``--idle`` its samples in ``queue.get`` stood in the same ratio to those in
+deflate), so that part is an upper bound and the others, shares of the thread's
+measured CPU, are lower bounds. Figures are ms of CPU per
 fetched page. Not a test: a sampling profile is an estimate (a part's share is
 good to about a percent of its thread).
 
@@ -60,7 +63,7 @@ PARTS: tuple[tuple[str, str], ...] = (
     ("CrawlNode.run", "loop: scheduling"),
     ("_find_and_load", "start: imports"),
 )
-LEAF_PARTS = (("ArchiveWriter._run ", "writer: queue get, wake-ups"), ("Runner.run ", "loop: uvloop (C: poll, sockets)"))
+LEAF_PARTS = (("ArchiveWriter._run ", "writer: queue get (waits and wake-ups)"), ("Runner.run ", "loop: uvloop (C: poll, sockets)"))
 
 
 def part_of(frames: list[str]) -> str:
