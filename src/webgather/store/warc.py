@@ -27,8 +27,9 @@ from webgather.errors import StoreError, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.store.cdxj import INDEX_NAME, cdxj_line
 from webgather.store.gzmember import gzip_unit
+from webgather.store.pagerecords import fetch_records
 from webgather.store.records import (
-    REVISIT_PROFILES, RevisitProfile, WarcRecord, conversion_record, iso_date, request_record, response_record, revisit_record, sha1_digest,
+    REVISIT_PROFILES, RevisitProfile, WarcRecord, conversion_record, iso_date, request_record, revisit_record, sha1_digest,
     warcinfo_record,
 )
 from webgather.store.recovery import repair_index, repair_warc
@@ -163,9 +164,7 @@ class Archive:
         date = self._date(result)
         self._ensure_file(date)
         response_id, request_id = self._ids(), self._ids()
-        response = response_record(result, response_id, date, request_id, self._warcinfo_id)
-        request = request_record(result, request_id, date, response_id, self._warcinfo_id)
-        assert response.payload_digest is not None
+        response, request = fetch_records(result, response_id, request_id, date, self._warcinfo_id)
         extra = None
         if rendered is not None:
             extra = conversion_record(result.url, self._ids(), date, response_id, rendered, self._warcinfo_id)
