@@ -11,9 +11,12 @@ and tested against this one); what differs is how they are built:
   with two counts (a clean header set has exactly one of each per line);
   only a set that has one, or may have a Transfer-Encoding, takes the
   reference path;
-- the block digest hashes the HTTP head and then the body with ``update``
-  instead of hashing their concatenation (a 13 KB copy a page), and the
-  record is joined once from its four parts.
+- the three digests (payload, response block, request block) come from one
+  call: the C ``webgather._warcdigest`` when built (setup.py, optional; it
+  keeps the GIL, where hashlib drops and retakes it twice a page, and
+  base32-encodes in C), else :func:`python_digests`; the block is hashed
+  as head then body, not as their concatenation (a 13 KB copy a page);
+- each record is joined once from its parts.
 
 SHA-1 cannot be resumed, so the payload is still hashed twice (once alone,
 once as the end of the block).
@@ -22,12 +25,14 @@ once as the end of the block).
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 
+from webgather.config import native_parse_wanted
 from webgather.fetch.model import FetchResult, Headers
 from webgather.store.records import WarcRecord, b32_160, http_request_block, http_response_head
 from webgather.urls import path_of
 
-__all__ = ["fetch_records"]
+__all__ = ["NATIVE_DIGESTS", "fetch_records", "python_digests"]
 
 _CR_LF = str.maketrans({"\r": " ", "\n": " "})
 
@@ -44,43 +49,52 @@ def fetch_records(
     if ip:
         tail += f"WARC-IP-Address: {_clean(ip)}\r\n"
     response_ref, request_ref = _clean(response_id), _clean(request_id)
-    return (
-        _response(result, response_id, response_ref, request_ref, common, tail, date),
-        _request(result, request_id, request_ref, response_ref, common, tail, date),
-    )
-
-
-def _response(
-    result: FetchResult, record_id: str, own: str, other: str, common: str, tail: str, date: str
-) -> WarcRecord:
-    head = _response_head(result)
-    body = result.raw_body
-    payload_digest = "sha1:" + b32_160(hashlib.sha1(body).digest())
-    hasher = hashlib.sha1(head)
-    hasher.update(body)
+    head, body, block = _response_head(result), result.raw_body, _request_block(result)
+    payload_digest, block_digest, request_digest = _digests(head, body, block)
     truncated = "WARC-Truncated: length\r\n" if result.truncated else ""
-    warc_head = (
-        f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {own}\r\n{common}"
-        f"Content-Type: application/http;msgtype=response\r\n{tail}WARC-Concurrent-To: {other}\r\n"
-        f"WARC-Block-Digest: sha1:{b32_160(hasher.digest())}\r\nWARC-Payload-Digest: {payload_digest}\r\n"
+    response_head = (
+        f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {response_ref}\r\n{common}"
+        f"Content-Type: application/http;msgtype=response\r\n{tail}WARC-Concurrent-To: {request_ref}\r\n"
+        f"WARC-Block-Digest: {block_digest}\r\nWARC-Payload-Digest: {payload_digest}\r\n"
         f"{truncated}Content-Length: {len(head) + len(body)}\r\n\r\n"
     )
-    data = b"".join((warc_head.encode("utf-8", "surrogateescape"), head, body, b"\r\n\r\n"))
-    return WarcRecord(data, record_id, date, payload_digest)
-
-
-def _request(
-    result: FetchResult, record_id: str, own: str, other: str, common: str, tail: str, date: str
-) -> WarcRecord:
-    block = _request_block(result)
-    warc_head = (
-        f"WARC/1.1\r\nWARC-Type: request\r\nWARC-Record-ID: {own}\r\n{common}"
-        f"Content-Type: application/http;msgtype=request\r\n{tail}WARC-Concurrent-To: {other}\r\n"
-        f"WARC-Block-Digest: sha1:{b32_160(hashlib.sha1(block).digest())}\r\n"
-        f"Content-Length: {len(block)}\r\n\r\n"
+    request_head = (
+        f"WARC/1.1\r\nWARC-Type: request\r\nWARC-Record-ID: {request_ref}\r\n{common}"
+        f"Content-Type: application/http;msgtype=request\r\n{tail}WARC-Concurrent-To: {response_ref}\r\n"
+        f"WARC-Block-Digest: {request_digest}\r\nContent-Length: {len(block)}\r\n\r\n"
     )
-    data = b"".join((warc_head.encode("utf-8", "surrogateescape"), block, b"\r\n\r\n"))
-    return WarcRecord(data, record_id, date, None)
+    response = b"".join((response_head.encode("utf-8", "surrogateescape"), head, body, b"\r\n\r\n"))
+    request = b"".join((request_head.encode("utf-8", "surrogateescape"), block, b"\r\n\r\n"))
+    return (WarcRecord(response, response_id, date, payload_digest), WarcRecord(request, request_id, date, None))
+
+
+def python_digests(head: bytes, body: bytes, request_block: bytes) -> tuple[str, str, str]:
+    """``sha1:<BASE32>`` of the payload ``body``, of the response block ``head + body``
+    (hashed as two updates: no 13 KB concatenation) and of ``request_block``:
+    the reference of the C ``webgather._warcdigest.digests``."""
+    hasher = hashlib.sha1(head)
+    hasher.update(body)
+    return (
+        "sha1:" + b32_160(hashlib.sha1(body).digest()),
+        "sha1:" + b32_160(hasher.digest()),
+        "sha1:" + b32_160(hashlib.sha1(request_block).digest()),
+    )
+
+
+def _native_digests() -> Callable[[bytes, bytes, bytes], tuple[str, str, str]] | None:
+    if not native_parse_wanted():  # WEBGATHER_NATIVE=0: every native part off, for the fallback's figures
+        return None
+    try:
+        from webgather import _warcdigest
+    except ImportError:  # not built (no compiler or no OpenSSL headers): the Python path
+        return None
+    digests: Callable[[bytes, bytes, bytes], tuple[str, str, str]] = _warcdigest.digests
+    return digests
+
+
+NATIVE_DIGESTS = _native_digests()
+"""The C digests when built (and ``WEBGATHER_NATIVE`` is not ``0``), else None: then :func:`python_digests`."""
+_digests = NATIVE_DIGESTS or python_digests
 
 
 def _response_head(result: FetchResult) -> bytes:
