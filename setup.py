@@ -1,4 +1,4 @@
-"""The one thing pyproject.toml cannot say: the optional C extensions of webgather.parse.native.
+"""The one thing pyproject.toml cannot say: the optional C extensions (webgather.parse.native, webgather.store.pagerecords).
 
 ``optional=True``: where it does not compile (no C compiler, no Python headers) the
 install still succeeds, pure Python, and webgather.parse.native says so.
@@ -20,6 +20,13 @@ setup(
             optional=True,
             extra_compile_args=["-O2", "-std=c11"],
             libraries=["dl"],
+        ),
+        Extension(  # the WARC writer's SHA-1 digests (webgather.store.pagerecords); needs OpenSSL's headers
+            "webgather._warcdigest",
+            sources=["src/webgather/_warcdigest.c"],
+            optional=True,
+            extra_compile_args=["-O2", "-std=c11"],
+            libraries=["crypto"],
         ),
     ]
 )

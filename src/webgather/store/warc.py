@@ -27,8 +27,9 @@ from webgather.errors import StoreError, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.store.cdxj import INDEX_NAME, cdxj_line
 from webgather.store.gzmember import gzip_unit
+from webgather.store.pagerecords import fetch_records
 from webgather.store.records import (
-    REVISIT_PROFILES, RevisitProfile, WarcRecord, conversion_record, iso_date, request_record, response_record, revisit_record, sha1_digest,
+    REVISIT_PROFILES, RevisitProfile, WarcRecord, conversion_record, iso_date, request_record, revisit_record, sha1_digest,
     warcinfo_record,
 )
 from webgather.store.recovery import repair_index, repair_warc
@@ -125,6 +126,9 @@ class Archive:
         self._index_size = _size_of(self._index_fd, self._index_path)
         self._index_what = f"cannot write {self._index_path}"
         self._what = ""
+        self._lines: list[bytes] = []  # deferred index lines and units (:meth:`commit`)
+        self._units: list[bytes] = []
+        self._committed = (0, self._index_size, False)
 
     @classmethod
     def open(
@@ -154,22 +158,21 @@ class Archive:
         """Name of the file being written ("" before the first record)."""
         return self._name
 
-    def write_fetch(self, result: FetchResult, rendered: bytes | None = None) -> ArchiveRef | None:
+    def write_fetch(self, result: FetchResult, rendered: bytes | None = None, *, defer: bool = False) -> ArchiveRef | None:
         """Write response + request records; None (nothing written) if there was no response.
         ``rendered``: the page's DOM rendered in a browser, written in the same unit as a
-        ``conversion`` record referring to the response."""
+        ``conversion`` record referring to the response. ``defer``: queue the unit and its
+        index line for the next :meth:`commit` (the ref is where it will be)."""
         if result.status is None:
             return None
         date = self._date(result)
         self._ensure_file(date)
         response_id, request_id = self._ids(), self._ids()
-        response = response_record(result, response_id, date, request_id, self._warcinfo_id)
-        request = request_record(result, request_id, date, response_id, self._warcinfo_id)
-        assert response.payload_digest is not None
+        response, request = fetch_records(result, response_id, request_id, date, self._warcinfo_id)
         extra = None
         if rendered is not None:
             extra = conversion_record(result.url, self._ids(), date, response_id, rendered, self._warcinfo_id)
-        return self._write_unit(result, response, request, result.content_type, extra)
+        return self._write_unit(result, response, request, result.content_type, extra, defer)
 
     def write_revisit(
         self, result: FetchResult, original: ArchiveRef, profile: RevisitProfile
@@ -185,6 +188,32 @@ class Archive:
         if self.config.revisit_request_records:
             request = request_record(result, request_id, date, revisit_id, self._warcinfo_id)
         return self._write_unit(result, revisit, request, "warc/revisit")
+
+    def commit(self) -> None:
+        """Write the deferred units: their index lines (one write), then the units (one write).
+
+        A page's two writes cost the writer thread two syscalls, each of which hands the GIL
+        to the crawl's thread and waits to get it back; a batch pays two in all. The crash
+        order is the per-unit one (lines first: a kill -9 between leaves lines past the
+        WARC's end, which reopening cuts). A failed write leaves both files as they were
+        before the batch and raises :class:`WriteFailed`."""
+        if not self._units:
+            return
+        size, index_size, had_records = self._committed
+        lines, units = b"".join(self._lines), b"".join(self._units)
+        self._lines, self._units = [], []
+        assert self._fd is not None
+        try:
+            append_bytes(self._index_fd, lines, self._index_what, index_size)
+            try:
+                append_bytes(self._fd, units, self._what, size)
+            except WriteFailed:
+                with contextlib.suppress(OSError):  # the record's error is the one to report
+                    os.ftruncate(self._index_fd, index_size)
+                raise
+        except WriteFailed:
+            self._size, self._index_size, self._has_records = size, index_size, had_records
+            raise
 
     def rotate(self) -> tuple[list[str], int]:
         """Close the file being written (the next record opens a new one); returns the names of
@@ -206,26 +235,23 @@ class Archive:
 
     def _write_unit(
         self, result: FetchResult, first: WarcRecord, request: WarcRecord | None, mime: str,
-        extra: WarcRecord | None = None,
+        extra: WarcRecord | None = None, defer: bool = False,
     ) -> ArchiveRef:
         blocks = (first.data,) if request is None else (first.data, request.data)
         unit, length = self._encode(blocks if extra is None else (*blocks, extra.data))
         digest = first.payload_digest or ""
         line = cdxj_line(result.url, first.date, mime, result.status, digest, length, self._size, self._name)
-        # The index line goes first: a kill -9 between the two leaves a line past the
-        # WARC's end, which reopening cuts. A failed record write cuts the line now.
         encoded = line.encode("utf-8", "surrogateescape")
-        index_at = append_bytes(self._index_fd, encoded, self._index_what, self._index_size)
-        self._index_size = index_at + len(encoded)
         ref = ArchiveRef(self._name, self._size, length, first.record_id, digest, first.date, result.url)
-        try:
-            self._append(unit)
-        except WriteFailed:
-            with contextlib.suppress(OSError):  # the record's error is the one to report
-                os.ftruncate(self._index_fd, index_at)
-                self._index_size = index_at
-            raise
+        if not self._units:  # what a failed commit goes back to
+            self._committed = (self._size, self._index_size, self._has_records)
+        self._lines.append(encoded)
+        self._units.append(unit)
+        self._size += len(unit)
+        self._index_size += len(encoded)
         self._has_records = True
+        if not defer:
+            self.commit()
         return ref
 
     def _encode(self, blocks: tuple[bytes, ...]) -> tuple[bytes, int]:
@@ -261,6 +287,7 @@ class Archive:
         self._append(self._encode((info.data,))[0])
 
     def _close_file(self) -> None:
+        self.commit()
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

@@ -32,7 +32,6 @@ import queue
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,45 +42,15 @@ from webgather.store.crawllog import CRAWL_LOG_NAME, CrawlLog, encode_entry
 from webgather.store.linklog import Link, LinkLog
 from webgather.store.records import RevisitProfile
 from webgather.store.warc import Archive, ArchiveRef, check_fetch, check_revisit
+from webgather.store.writejobs import Job as _Job
+from webgather.store.writejobs import RefCallback, WriterStats
+from webgather.store.writejobs import copy_links as _copy
 from webgather.urls import fingerprint, host_key
 
 __all__ = ["ArchiveWriter", "RefCallback", "WriterStats"]
 
-RefCallback = Callable[[ArchiveRef | None], None]
-"""Called on the writer thread with the record's ref (None: nothing archived).
-Not called if the write fails (the error comes back from the next call):
-asyncio code that waits for the ref should use :meth:`ArchiveWriter.write`."""
-
-
-@dataclass(frozen=True, slots=True)
-class WriterStats:
-    responses: int
-    revisits: int
-    log_entries: int
-    pages_with_links: int
-    full_queue_waits: int
-    """Times a submit found the queue full and had to block (backpressure)."""
-
-
-@dataclass(slots=True)
-class _Job:
-    kind: str
-    result: FetchResult | None = None
-    entry: dict[str, Any] | None = None
-    links: Sequence[Link] | None = None
-    on_ref: RefCallback | None = None
-    original: ArchiveRef | None = None
-    profile: RevisitProfile = "server-not-modified"
-    done: Future[Any] | None = None
-    """Settled when the job is done: None for a flush, the ArchiveRef (or None) for a fetch."""
-    rendered: bytes | None = None
-    """A fetch's DOM rendered in a browser: archived as a ``conversion`` record beside the response."""
-
-
-def _copy(links: Sequence[Link] | None) -> Sequence[Link] | None:
-    """The caller may reuse its list once submit returns."""
-    return None if links is None else tuple(links)
-
+_BATCH_JOBS = 64
+"""Fetches archived with one commit at most: a loop iteration's hand-over is usually fewer."""
 
 class ArchiveWriter:
     """The store's one entry point for a running node (see the module docstring)."""
@@ -304,28 +273,77 @@ class ArchiveWriter:
             self._room.wait(timeout=1.0)
 
     def _run(self) -> None:
+        held: _Job | None = None  # taken off the queue after a run of fetches: next
         while True:
-            try:
-                job: _Job | None = self._queue.get(timeout=self._idle_flush_s)
-            except queue.Empty:
-                job = None
-            if self._room_wanted:  # Event.set takes a lock: only when a submitter waits
-                self._room_wanted = False
-                self._room.set()
+            job, held = (held, None) if held is not None else (self._get(), None)
             if job is not None and job.kind == "stop":
                 break
             if self._error is not None:
                 self._fail(job)
                 continue
+            batch = [job] if job is not None and job.kind == "fetch" else []
             try:
-                self._handle(job) if job is not None else self._flush_logs()
+                if batch:
+                    held = self._take_fetches(batch)
+                    self._handle_fetches(batch)
+                else:
+                    self._handle(job) if job is not None else self._flush_logs()
             except Exception as exc:  # the worker's top loop: keep the error for the caller
                 self._error = exc
-                self._fail(job)
+                for failed in batch if batch else (job,):
+                    self._fail(failed)
         try:
             self._close_all()
         except Exception as exc:  # the worker's top loop
             self._error = self._error or exc
+
+    def _get(self) -> _Job | None:
+        try:
+            job: _Job | None = self._queue.get(timeout=self._idle_flush_s)
+        except queue.Empty:
+            job = None
+        self._signal_room()
+        return job
+
+    def _signal_room(self) -> None:
+        if self._room_wanted:  # Event.set takes a lock: only when a submitter waits
+            self._room_wanted = False
+            self._room.set()
+
+    def _take_fetches(self, batch: list[_Job]) -> _Job | None:
+        """Add the fetches already queued behind ``batch[0]`` (at most _BATCH_JOBS in all), so
+        their units reach the WARC in one write; the first other job taken is returned."""
+        held = None
+        while len(batch) < _BATCH_JOBS:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job.kind != "fetch":
+                held = job
+                break
+            batch.append(job)
+        self._signal_room()
+        return held
+
+    def _handle_fetches(self, batch: list[_Job]) -> None:
+        """Archive a run of fetches with one commit (:meth:`Archive.commit`), then log them:
+        a log entry never points at a record that did not reach the WARC."""
+        refs: list[ArchiveRef | None] = []
+        failure = None
+        for job in batch:
+            assert job.result is not None
+            try:
+                refs.append(self.archive.write_fetch(job.result, job.rendered, defer=True))
+            except Exception as exc:  # the jobs before it are still written and logged
+                failure = exc
+                break
+        self.archive.commit()
+        for job, ref in zip(batch, refs):
+            self._counts["responses"] += ref is not None
+            self._finish(job, ref)
+        if failure is not None:
+            raise failure
 
     def _fail(self, job: _Job | None) -> None:
         if job is not None and job.done is not None and not job.done.done():
@@ -341,14 +359,14 @@ class ArchiveWriter:
         if job.kind == "log":
             self._log(job.entry)
             return
-        assert job.result is not None
-        if job.kind == "revisit":
-            assert job.original is not None
-            ref: ArchiveRef | None = self.archive.write_revisit(job.result, job.original, job.profile)
-            self._counts["revisits"] += 1
-        else:
-            ref = self.archive.write_fetch(job.result, job.rendered)
-            self._counts["responses"] += ref is not None
+        assert job.kind == "revisit" and job.result is not None and job.original is not None  # fetches: _handle_fetches
+        ref = self.archive.write_revisit(job.result, job.original, job.profile)
+        self._counts["revisits"] += 1
+        self._finish(job, ref)
+
+    def _finish(self, job: _Job, ref: ArchiveRef | None) -> None:
+        """Log a written job's entry and links; settle its callback and future."""
+        assert job.entry is not None and job.result is not None
         if ref is not None:
             job.entry.update(warc_file=ref.filename, warc_offset=ref.offset, warc_length=ref.length)
             job.entry["digest"] = ref.payload_digest
