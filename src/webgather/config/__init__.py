@@ -63,11 +63,13 @@ ALIASES = {"hooks": "hooks.module"}
 REDIS_URL_ENV = "WEBGATHER_REDIS_URL"
 """A cluster crawl's Redis URL (it may hold a password, so it stays out of argv): not a setting."""
 NATIVE_ENV = "WEBGATHER_NATIVE"
-"""``0`` makes parsing take the pure-Python link path (webgather.parse.native): not a setting."""
+"""``0`` turns the optional C extensions off: parsing takes the pure-Python link path
+(webgather.parse.native) and the WARC writer its Python SHA-1 digests (webgather.store.pagerecords).
+Not a setting."""
 
 
 def native_parse_wanted() -> bool:
-    """False when ``WEBGATHER_NATIVE=0`` asks for the pure-Python parse path. Read here, the
+    """False when ``WEBGATHER_NATIVE=0`` asks for the pure-Python paths. Read here, the
     package's one reader of the environment, so that ``webgather.parse`` stays free of IO."""
     return os.environ.get(NATIVE_ENV, "1").strip() != "0"
 
