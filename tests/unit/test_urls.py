@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from webgather import urls
 from webgather.urls import (
     canonicalize,
     fingerprint,
@@ -115,6 +116,29 @@ def test_host_key_hostname_path_of() -> None:
     assert hostname("http://[::1]/") == "[::1]"
     assert path_of("http://ex.com/") == "/"
     assert host_key("http://ex.com?x") == "ex.com"
+
+
+def test_host_key_is_memoized_and_still_rejects_bad_input(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The event loop asks for a page's host key about five times: the regex runs once."""
+    calls = []
+    real = urls._AUTHORITY
+
+    class Counting:
+        def search(self, text: str) -> object:
+            calls.append(text)
+            return real.search(text)
+
+    monkeypatch.setattr(urls, "_AUTHORITY", Counting())
+    host_key.cache_clear()
+    url = "http://memo.example:81/a?b"
+    assert [host_key(url) for _ in range(5)] == ["memo.example:81"] * 5
+    assert calls == [url]
+    for _ in range(2):  # an error is not remembered: raised every time
+        with pytest.raises(ValueError):
+            host_key("no-authority")
+    with pytest.raises(TypeError):
+        host_key(["not", "a", "str"])  # type: ignore[arg-type]
+    host_key.cache_clear()
 
 
 def test_fingerprint_is_blake2b_8_little_endian() -> None:

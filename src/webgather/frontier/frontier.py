@@ -31,7 +31,7 @@ from webgather.cachepolicy import make_cache
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.errors import ConfigError, FrontierError
 from webgather.frontier.adopt import adopt_clock
-from webgather.frontier.batch import hosts_of, item_fingerprints
+from webgather.frontier.batch import hosts_of, item_fingerprints, item_keys
 from webgather.frontier.bucket import BucketState, HostClock
 from webgather.frontier.cash import CashBook
 from webgather.frontier.model import CrawlItem
@@ -101,7 +101,7 @@ class Frontier:
         hosts = hosts_of(items)
         get, new_bucket = self.bucket_of_host.get, self._new_bucket
         buckets = [b if (b := get(h)) is not None else new_bucket(h) for h in hosts]
-        keys = seen_keys(np.array(buckets, dtype=np.uint64), item_fingerprints(items))
+        keys = item_keys(buckets, items)
         new_mask = self.seen.add_many(keys)
         new_idx = np.flatnonzero(new_mask).tolist()
         if self.persist is not None and new_idx:

@@ -41,6 +41,7 @@ from webgather.frontier.seen import (
     MaskArray,
     MemorySeen,
     as_keys,
+    unique_first,
     bucket_slice,
     member,
 )
@@ -87,7 +88,7 @@ class DiskSeen:
         mask = np.zeros(len(keys), dtype=bool)
         if not len(keys):
             return mask
-        uniq, first = np.unique(keys, return_index=True)
+        uniq, first = unique_first(keys)
         fresh = ~(self._mem.contains_many(uniq) | self._in_runs(uniq))
         mask[first[fresh]] = True
         new_keys = uniq[fresh]

@@ -23,6 +23,7 @@ from webgather.errors import Fenced, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision, decide
+from webgather.runtime.gc_pace import crawl_pace
 from webgather.runtime.parts import NodeParts
 from webgather.runtime.pipeline import (
     HostFingerprints, RoutedUrls, extract_parsed, link_log_args, log_entry, seed_items, unfetched_entry,
@@ -131,9 +132,10 @@ class CrawlNode:
     async def run(self) -> None:
         """Crawl until the frontier is empty, max_pages is reached, or stop()."""
         self._robots.resume()  # after a restart, queued hosts need their robots.txt again
-        async with asyncio.TaskGroup() as group:
-            await self._dispatch(group)
-            await self._drain()
+        with crawl_pace():  # fewer young-generation GC passes (runtime.gc_pace)
+            async with asyncio.TaskGroup() as group:
+                await self._dispatch(group)
+                await self._drain()
         if self.failure is not None:
             raise self.failure
 

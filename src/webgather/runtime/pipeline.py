@@ -99,6 +99,11 @@ class RoutedUrls:
                 self.remember(url, fps)
         return fps
 
+    @property
+    def young(self) -> dict[str, tuple[int, int]]:
+        """The young generation, for a caller's own first lookup (read only: a hit there needs no promotion)."""
+        return self._young
+
     def remember(self, url: str, fps: tuple[int, int]) -> None:
         if len(self._young) >= self._max:
             self._old, self._young = self._young, {}
@@ -194,17 +199,17 @@ def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFing
     candidates: list[CrawlItem] = []
     known: dict[str, tuple[int, int]] = {}  # pages repeat links: look each URL up once
     clean = None if scope.rules.strip is None else scope.clean  # no strip rules: no call per link
-    get = routed.get
-    for link in followable(page):
-        url = link.url if clean is None else clean(link.url)
+    young, get = routed.young, routed.get  # most links hit the young generation: one dict lookup
+    for href, anchor, nofollow, _tag in followable(page):  # unpacked: a named tuple's fields are slower
+        url = href if clean is None else clean(href)
         fps = known.get(url)
         if fps is None:
-            fps = get(url)
+            fps = young.get(url) or get(url)
             if fps is None:
                 fps = (fingerprint(url), host_fp(host_key(url)))
                 candidates.append(CrawlItem(url, fps[0], depth=depth, priority=float(depth)))
             known[url] = fps
-        records.append((url, fps[0], fps[1], link.anchor, link.nofollow))
+        records.append((url, fps[0], fps[1], anchor, nofollow))
     items = make_items(candidates, scope)
     for new in items:  # only what scope let in: a URL rejected as too deep may come back shallower
         routed.remember(new.url, known[new.url])

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from webgather.errors import CorruptState
-from webgather.frontier.seen import Directory, MemorySeen, bucket_range
+from webgather.frontier.seen import SMALL_BATCH, Directory, MemorySeen, bucket_range, unique_first
 from webgather.frontier.seen_disk import DiskSeen, _merge
 
 
@@ -31,6 +31,17 @@ def test_memory_seen_matches_a_python_set(batches: list[list[int]], base: int, g
         assert s.add_many(keys(batch)).tolist() == expected
     assert len(s) == len(truth)
     assert s.sorted_keys().tolist() == sorted(truth)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1) | st.integers(0, 6), max_size=2 * SMALL_BATCH + 2))
+def test_unique_first_is_np_unique_with_first_indices(values: list[int]) -> None:
+    """Small batches take the Python path, larger ones numpy: both give np.unique's answer."""
+    batch = keys(values)
+    want_keys, want_first = np.unique(batch, return_index=True)
+    got_keys, got_first = unique_first(batch)
+    assert got_keys.dtype == np.uint64 and got_keys.tolist() == want_keys.tolist()
+    assert got_first.tolist() == want_first.tolist()
 
 
 @settings(max_examples=60, deadline=None)

@@ -34,6 +34,23 @@ def test_generations_promote_what_is_used_and_drop_what_is_not() -> None:
     assert len(routed) == 0 and routed.get("d") is None
 
 
+def test_young_is_the_young_generation_a_page_looks_up_first() -> None:
+    """_links_of reads ``young`` directly (one dict lookup a link); what is only in the old
+    generation is still found through get(), and a link found there is routed as before."""
+    routed = RoutedUrls(max_entries=2)
+    routed.remember("a", (1, 1))
+    assert routed.young == {"a": (1, 1)}
+    routed.remember("b", (2, 2))
+    routed.remember("c", (3, 3))  # {a, b} became old
+    assert routed.young == {"c": (3, 3)} and routed.get("a") == (1, 1)
+    scope = Scope(ScopeConfig(mode="any"), [BASE])
+    routed = RoutedUrls(max_entries=1)
+    assert len(_extract(routed, 0, scope).items) == 2
+    assert list(routed.young) == ["http://b.test/y"]  # /x went to the old generation
+    again = _extract(routed, 0, scope)
+    assert again.items == [] and again.link_records is not None and len(again.link_records) == 3
+
+
 def test_a_repeat_page_routes_nothing_but_logs_every_link_with_the_same_fingerprints() -> None:
     scope = Scope(ScopeConfig(mode="any"), [BASE])
     routed = RoutedUrls()
