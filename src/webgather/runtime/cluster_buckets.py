@@ -76,10 +76,13 @@ def bucket_hosts(parts: NodeParts, bucket: int) -> set[str]:
 
 
 def stored_buckets(parts: NodeParts) -> list[int]:
-    """Buckets of which the frontier holds anything (hosts or seen keys)."""
+    """Buckets of which the frontier holds anything (hosts or seen keys). An empty seen-set (every
+    fresh ``--workers`` node) is not asked for its 4096 buckets: that cost 0.2-0.3 s of each node's start."""
     frontier = parts.frontier
-    return [b for b in range(frontier.n_buckets)
-            if frontier.hosts_of_bucket.get(b) or len(frontier.seen.export_bucket(b))]
+    hosts = {b for b, held in frontier.hosts_of_bucket.items() if held}
+    if len(frontier.seen) == 0:
+        return sorted(hosts)
+    return [b for b in range(frontier.n_buckets) if b in hosts or len(frontier.seen.export_bucket(b))]
 
 
 def import_state(parts: NodeParts, crawl: CrawlNode, state: BucketState, rows: Sequence[UrlRecord] = (),
