@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 
 MAX_BATCHES = 256
 CLAIM_BATCH = 1000
-ACK_CONCURRENCY = 64
+ACK_CONCURRENCY = 512
 QUIET_POLL_S = 0.01
 
 
@@ -76,10 +76,13 @@ def bucket_hosts(parts: NodeParts, bucket: int) -> set[str]:
 
 
 def stored_buckets(parts: NodeParts) -> list[int]:
-    """Buckets of which the frontier holds anything (hosts or seen keys)."""
+    """Buckets of which the frontier holds anything (hosts or seen keys). An empty seen-set (every
+    fresh ``--workers`` node) is not asked for its 4096 buckets: that cost 0.2-0.3 s of each node's start."""
     frontier = parts.frontier
-    return [b for b in range(frontier.n_buckets)
-            if frontier.hosts_of_bucket.get(b) or len(frontier.seen.export_bucket(b))]
+    hosts = {b for b, held in frontier.hosts_of_bucket.items() if held}
+    if len(frontier.seen) == 0:
+        return sorted(hosts)
+    return [b for b in range(frontier.n_buckets) if b in hosts or len(frontier.seen.export_bucket(b))]
 
 
 def import_state(parts: NodeParts, crawl: CrawlNode, state: BucketState, rows: Sequence[UrlRecord] = (),
@@ -271,7 +274,7 @@ class BucketKeeper:
             return
         self.parts.frontier.flush()
         pending = list(acks.items())
-        for start in range(0, len(pending), ACK_CONCURRENCY):  # one round trip per bucket: overlap them
+        for start in range(0, len(pending), ACK_CONCURRENCY):  # the Redis transport makes them one call
             await asyncio.gather(*(self.transport.ack(b, ids) for b, ids in pending[start:start + ACK_CONCURRENCY]))
 
     async def release_overdue(self, buckets: Iterable[int]) -> None:
