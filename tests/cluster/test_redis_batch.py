@@ -109,4 +109,3 @@ async def test_a_caller_cancelled_while_waiting_does_not_stop_the_others() -> No
     release.set()
     assert await tasks[0] == 0 and await tasks[2] == 2
     assert tasks[1].cancelled()
-

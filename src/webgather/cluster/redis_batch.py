@@ -52,9 +52,7 @@ class Coalescer(Generic[Item, Result]):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Result] = loop.create_future()
         self._queue.append((item, future))
-        if self._task is None or self._task.done() or self._task.get_loop() is not loop:
-            # (a loop closed under the last task: what it left queued belongs to no running loop)
-            self._queue = [(i, f) for i, f in self._queue if f.get_loop() is loop]
+        if self._task is None:
             # Scheduled after the callbacks already ready: every call of this turn joins the queue first.
             self._task = loop.create_task(self._drain())
         return await future
@@ -65,8 +63,7 @@ class Coalescer(Generic[Item, Result]):
                 taken, self._queue = self._queue[:self._max], self._queue[self._max:]
                 await self._one_call(taken)
         finally:  # cancelled (the loop is closing): nobody would answer the callers still queued
-            if self._task is asyncio.current_task():
-                self._task = None
+            self._task = None
             left, self._queue = self._queue, []
             for _item, future in left:
                 future.cancel()
