@@ -8,7 +8,7 @@ Stream entries carry one field, ``p``: the payload.
 from __future__ import annotations
 
 __all__ = [
-    "ACK_MANY",
+    "ACK",
     "CAS_TABLE",
     "CLAIM",
     "ENSURE_SETTINGS",
@@ -18,25 +18,20 @@ __all__ = [
     "MEMBERS",
     "PUBLISH_ADDRESSES",
     "READ",
-    "SEND_MANY",
+    "SEND",
     "TAKE_PERMITS",
     "TRY_LEASE",
 ]
 
-SEND_MANY = """
--- KEYS: ready set, bell, stream of each send; ARGV: group, then bucket, payload of each send (in order).
--- SEND for many payloads in one call (cluster.redis_batch): one bell ring for them all.
-local ids = {}
-for i = 3, #KEYS do
-  if redis.call('EXISTS', KEYS[i]) == 0 then
-    redis.call('XGROUP', 'CREATE', KEYS[i], ARGV[1], '0', 'MKSTREAM')
-  end
-  local a = 2 * (i - 3) + 2
-  ids[#ids + 1] = redis.call('XADD', KEYS[i], '*', 'p', ARGV[a + 1])
-  redis.call('SADD', KEYS[1], ARGV[a])
+SEND = """
+-- KEYS: stream, ready set, bell; ARGV: group, payload, bucket
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  redis.call('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
 end
-if #ids > 0 then redis.call('XADD', KEYS[2], 'MAXLEN', '1', '*', 'b', ARGV[2]) end
-return ids
+local id = redis.call('XADD', KEYS[1], '*', 'p', ARGV[2])
+redis.call('SADD', KEYS[2], ARGV[3])
+redis.call('XADD', KEYS[3], 'MAXLEN', '1', '*', 'b', ARGV[3])
+return id
 """
 
 READ = """
@@ -75,23 +70,16 @@ redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return 1
 """
 
-ACK_MANY = """
--- KEYS: stream of each ack; ARGV: group, then for each stream: its number of ids, the ids.
--- ACK for many buckets in one call (cluster.redis_batch); returns how many were pending, per stream.
-local out = {}
-local a = 2
-for i = 1, #KEYS do
-  local n, upto = 0, a + tonumber(ARGV[a])
-  for j = a + 1, upto do
-    if redis.call('XACK', KEYS[i], ARGV[1], ARGV[j]) == 1 then
-      redis.call('XDEL', KEYS[i], ARGV[j])
-      n = n + 1
-    end
+ACK = """
+-- KEYS: stream; ARGV: group, ids...  (an entry is deleted once acked: the stream holds only unacked data)
+local n = 0
+for i = 2, #ARGV do
+  if redis.call('XACK', KEYS[1], ARGV[1], ARGV[i]) == 1 then
+    redis.call('XDEL', KEYS[1], ARGV[i])
+    n = n + 1
   end
-  out[#out + 1] = n
-  a = upto + 1
 end
-return out
+return n
 """
 
 CLAIM = """

@@ -66,7 +66,6 @@ from redis.backoff import ExponentialBackoff
 
 from webgather.cluster import _common as common
 from webgather.cluster import _redis_scripts as lua
-from webgather.cluster import redis_batch as batch
 from webgather.cluster._redis_keys import Keys, redact_url
 from webgather.cluster.mapping import DEFAULT_BUCKETS, MAX_BUCKETS, BucketTable
 from webgather.cluster.transport import Delivery
@@ -207,14 +206,14 @@ class RedisTransport:
         self.keys = backend.keys
         self._turn = 0
         self._last: tuple[list[int], list[int], str] | None = None
-        self._sends = batch.sender(backend.run, self.keys, GROUP)  # one script call per event-loop turn
-        self._acks = batch.acker(backend.run, self.keys, GROUP)
 
     async def send(self, bucket: int, payload: bytes) -> str:
         (bucket,) = common.check_buckets([bucket], self.backend.n_buckets)
         if not isinstance(payload, (bytes, bytearray, memoryview)):
             raise ClusterError(f"payload must be bytes, got {type(payload).__name__}")
-        return await self._sends.submit((bucket, bytes(payload)))
+        keys = (self.keys.stream(bucket), self.keys.ready, self.keys.bell)
+        raw = await self.backend.run("SEND", keys, (GROUP, bytes(payload), bucket))
+        return bytes(raw).decode("ascii")
 
     async def receive(self, buckets: Sequence[int], max_batches: int, block_s: float) -> list[Delivery]:
         wanted, interest = self._interest(buckets)
@@ -267,7 +266,7 @@ class RedisTransport:
         ids = [i for i in common.check_ids(delivery_ids) if _ID.fullmatch(i)]
         if not ids:
             return 0
-        return await self._acks.submit((bucket, ids))
+        return int(await self.backend.run("ACK", [self.keys.stream(bucket)], [GROUP, *ids]))
 
     async def claim_stale(self, buckets: Sequence[int], min_idle_s: float,
                           max_batches: int = 1000) -> list[Delivery]:

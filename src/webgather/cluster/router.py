@@ -62,8 +62,8 @@ __all__ = ["Router", "RouterStats", "send_many", "send_retrying"]
 AddLocal = Callable[[list[CrawlItem], float], list[CrawlItem]]
 Learn = Callable[[list[str]], Awaitable[None]]
 """Make the partition keys of these host keys known (may raise BackendUnavailable: retried)."""
-SEND_CONCURRENCY = 512
-"""Batches sent at once by the flusher (the Redis transport makes them one script call: cluster.redis_batch)."""
+SEND_CONCURRENCY = 16
+"""Batches sent at once by the flusher."""
 RETRY_MIN_S = 0.05
 RETRY_MAX_S = 2.0
 MEMO_MAX_ENTRIES = 200_000

@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 
 MAX_BATCHES = 256
 CLAIM_BATCH = 1000
-ACK_CONCURRENCY = 512
+ACK_CONCURRENCY = 64
 QUIET_POLL_S = 0.01
 
 
@@ -274,7 +274,7 @@ class BucketKeeper:
             return
         self.parts.frontier.flush()
         pending = list(acks.items())
-        for start in range(0, len(pending), ACK_CONCURRENCY):  # the Redis transport makes them one call
+        for start in range(0, len(pending), ACK_CONCURRENCY):  # one round trip per bucket: overlap them
             await asyncio.gather(*(self.transport.ack(b, ids) for b, ids in pending[start:start + ACK_CONCURRENCY]))
 
     async def release_overdue(self, buckets: Iterable[int]) -> None:
