@@ -44,13 +44,14 @@ import vs_scrapy as vs  # noqa: E402
 PARTS: tuple[tuple[str, str], ...] = (
     # (frame name as py-spy prints it, part); the deepest frame that matches wins
     ("gzip_unit", "writer: gzip (ISA-L)"),
-    ("sha1_digest", "writer: SHA-1 digests"),
+    ("sha1_digest", "writer: WARC records, SHA-1"),
     ("append_bytes", "writer: file writes"),
-    ("Archive._encode", "writer: WARC records"),
+    ("fetch_records", "writer: WARC records, SHA-1"),
+    ("Archive._encode", "writer: WARC records, SHA-1"),
     ("Archive.write_fetch", "writer: WARC other"),
     ("LinkLog", "writer: link log, anchors"),
     ("ArchiveWriter._flush_logs", "writer: crawl log, CDXJ"),
-    ("ArchiveWriter._handle", "writer: other"),
+    ("ArchiveWriter._finish", "writer: crawl log, CDXJ"),
     ("ParsePool.parse", "loop: parse (lexbor + links)"),
     ("_links_of", "loop: links -> fingerprints, cache"),
     ("Router.route", "loop: routing"),
@@ -63,10 +64,10 @@ PARTS: tuple[tuple[str, str], ...] = (
     ("CrawlNode.run", "loop: scheduling"),
     ("_find_and_load", "start: imports"),
 )
-LEAF_PARTS = (("ArchiveWriter._run ", "writer: queue get (waits and wake-ups)"), ("Runner.run ", "loop: uvloop (C: poll, sockets)"))
+LEAF_PARTS = (("ArchiveWriter._get ", "writer: queue get (waits and wake-ups)"), ("Runner.run ", "loop: uvloop (C: poll, sockets)"))
 
 
-def part_of(frames: list[str]) -> str:
+def part_of(frames: list[str], thread: str) -> str:
     for name, part in LEAF_PARTS:
         if frames and frames[-1].startswith(name):
             return part
@@ -74,7 +75,7 @@ def part_of(frames: list[str]) -> str:
         for name, part in PARTS:
             if frame.startswith(name + " ") or frame.startswith(name + "."):
                 return part
-    return "other (event loop, asyncio, set-up)"
+    return "writer: other" if "webgather-store" in thread else "loop: other (asyncio, callbacks, set-up)"
 
 
 def thread_cpu_s(pid: int, seen: dict[str, float]) -> None:
@@ -114,7 +115,7 @@ def split(raw: Path, cpu: dict[str, float]) -> dict[str, float]:
         stack, _, count = line.rpartition(" ")
         frames = stack.split(";")
         tid = frames[0].split("(")[1].split(")")[0].strip()  # "thread (TID): NAME"
-        by_thread[tid][part_of(frames[1:])] += int(count)
+        by_thread[tid][part_of(frames[1:], frames[0])] += int(count)
     out: collections.Counter[str] = collections.Counter()
     for tid, parts in by_thread.items():
         total = sum(parts.values())
