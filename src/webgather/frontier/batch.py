@@ -8,12 +8,11 @@ import numpy as np
 
 from webgather.errors import FrontierError
 from webgather.frontier.model import CrawlItem
-from webgather.frontier.seen import BUCKET_SHIFT, FP_MASK, SMALL_BATCH, KeyArray, seen_keys
+from webgather.frontier.seen import BUCKET_SHIFT, FP_MAX, SMALL_BATCH, KeyArray, seen_key, seen_keys
 from webgather.urls import host_key
 
 __all__ = ["hosts_of", "item_fingerprints", "item_keys"]
 
-_FP_END = 1 << 64
 _BUCKET_END = 1 << (64 - BUCKET_SHIFT)
 
 
@@ -46,8 +45,8 @@ def item_keys(buckets: Sequence[int], items: Sequence[CrawlItem]) -> KeyArray:
     A batch of at most ``SMALL_BATCH`` valid items (a page's new links, as a rule) is
     done in Python: the numpy calls cost about 8 us whatever the size, the loop ~1 us."""
     if len(items) <= SMALL_BATCH and all(
-        type(it.fp) is int and 0 <= it.fp < _FP_END and type(b) is int and 0 <= b < _BUCKET_END
+        type(it.fp) is int and 0 <= it.fp <= FP_MAX and type(b) is int and 0 <= b < _BUCKET_END
         for b, it in zip(buckets, items)
     ):
-        return np.array([(b << BUCKET_SHIFT) | (it.fp & FP_MASK) for b, it in zip(buckets, items)], dtype=np.uint64)
+        return np.array([seen_key(b, it.fp) for b, it in zip(buckets, items)], dtype=np.uint64)
     return seen_keys(np.array(buckets, dtype=np.uint64), item_fingerprints(items))
