@@ -24,7 +24,8 @@ import typing
 from collections.abc import Iterator, Sequence
 
 from webgather.config.reference import plain_text
-from webgather.errors import WebgatherError, WriteFailed
+from webgather.errors import CannotContinue, WebgatherError, WriteFailed
+from webgather.exitcodes import ExitCode
 from webgather.logs import configure, logs_to_file, settings_from_args
 from webgather.parse import native
 
@@ -117,8 +118,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if failed is None:
             raise
         return _exit(f"webgather: error: {failed}", EXIT_WRITE_FAILED)
+    except CannotContinue as exc:
+        return _exit(f"webgather: error: {exc}", ExitCode.CANNOT_CONTINUE)
     except WebgatherError as exc:
-        return _exit(f"webgather: error: {exc}", 2)
+        return _exit(f"webgather: error: {exc}", ExitCode.USAGE)
     except KeyboardInterrupt:
         return _exit("webgather: interrupted", 130, logging.WARNING)
     return code

@@ -31,7 +31,8 @@ boundary that talks to that library, so callers never catch a library's types::
     │   │   └── BackendBusy            every connection of the client's pool is in use (Redis itself is fine)
     │   ├── Fenced                 a request not sent: the node's lease lapsed and its host's bucket moved
     │   ├── TableConflict          a bucket-table compare-and-swap lost a race
-    │   └── IncompatibleCrawl      a node's settings (M, crawl name, scope) differ from the crawl's
+    │   ├── IncompatibleCrawl      a node's settings (M, crawl name, scope) differ from the crawl's
+    │   └── CannotContinue         the node cannot go on (backend gone past max_outage_s or its data lost, store unusable): exit 6
     ├── AnalysisError          a crawl directory holds nothing to analyse, or inputs disagree
     └── RenderError            a page could not be rendered in the browser (its links come from the fetched HTML)
         ├── RenderUnavailable      a [render] rule is given but Playwright or the browser is missing
@@ -47,6 +48,7 @@ __all__ = [
     "BackendBusy",
     "BackendUnavailable",
     "BodyTooLarge",
+    "CannotContinue",
     "ClusterError",
     "ConfigError",
     "ConnectFailed",
@@ -206,6 +208,12 @@ class TableConflict(ClusterError):
 
 class IncompatibleCrawl(ClusterError):
     """A node's crawl settings differ from those the crawl was started with."""
+
+
+class CannotContinue(ClusterError):
+    """The node stopped because the crawl cannot go on from here (its backend stayed unreachable past
+    ``max_outage_s`` or lost its data; the shared store stayed unusable). Its state is kept; the CLI
+    exits with ``ExitCode.CANNOT_CONTINUE`` (6) and this message as its one line."""
 
 
 class AnalysisError(WebgatherError):
