@@ -41,7 +41,7 @@ SMOKE: dict[str, tuple[str, list[str]]] = {
     "durability.py": ("durability.py", ["--kinds", "none", "--sizes", "6", "--mem-kinds", "none",
                                         "--kill-after-pages", "5", "--work", WORK]),
     "fetch_speed.py": ("fetch_speed.py", ["--requests", "300", "--concurrency", "4"]),
-    "frontier_scale.py": ("frontier_scale.py", ["--urls", "3000", "--hosts", "100", "--seen-keys", "5000",
+    "frontier_scale.py": ("frontier_scale.py", ["--toy", "--urls", "3000", "--hosts", "100", "--seen-keys", "5000",
                                                 "--work", WORK]),
     "gnp_live.py": ("gnp_live.py", ["--toy", "--out", WORK]),
     "hostile_page.py": ("hostile_page.py", ["--variant", f"new={SRC}", "--timeout", "60", "--work", WORK]),
