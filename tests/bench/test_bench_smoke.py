@@ -27,8 +27,8 @@ WORK = "{work}"
 
 SMOKE: dict[str, tuple[str, list[str]]] = {
     "analysis_scale.py": ("analysis_scale.py", ["--pages", "20000", "--links", "200000", "--sample", "5"]),
-    "cluster_faults.py": ("cluster_faults.py", ["--faults", "none", "--hosts", "4", "--pages-per-host", "8",
-                                                "--delay-s", "0.05", "--kill-after-pages", "5", "--crawled-s", "0.5",
+    "cluster_faults.py": ("cluster_faults.py", ["--faults", "none", "--hosts", "8", "--pages-per-host", "10",
+                                                "--delay-s", "0.05", "--kill-after-pages", "3", "--crawled-s", "0.5",
                                                 "--timeout-s", "90", "--work", WORK]),
     "cluster_fsync.py": ("cluster_fsync.py", ["--batches", "50", "--senders", "1,4", "--rounds", "1", "--dir", WORK]),
     "cluster_scaling.py": ("cluster_scaling.py", ["--hosts", "6", "--pages-per-host", "10", "--workers", "1,2",
@@ -50,11 +50,11 @@ SMOKE: dict[str, tuple[str, list[str]]] = {
     "nested_encoding.py": ("nested_encoding.py", ["--layers", "3", "--zeros-mb", "1"]),
     "node_ab.py": ("node_ab.py", ["--variant", f"a={SRC}", "--rounds", "1", "--hosts", "3", "--pages-per-host", "10",
                                   "--concurrency", "8", "--timeout", "60", "--work", WORK]),
-    "node_crawl.py": ("node_crawl.py", ["--hosts", "3", "--pages-per-host", "10", "--concurrency", "8", "--out", WORK]),
+    "node_crawl.py": ("node_crawl.py", ["--preset", "test", "--hosts", "3", "--pages-per-host", "10", "--concurrency", "8", "--out", WORK]),
     "opic_order.py": ("opic_order.py", ["--hosts", "3", "--pages-per-host", "20", "--rounds", "1",
                                         "--concurrency", "8", "--timeout", "60", "--work", WORK]),
     "parse_speed.py": ("parse_speed.py", ["--runs", "20"]),
-    "proxy_speed.py": ("proxy_speed.py", ["--hosts", "3", "--pages-per-host", "10", "--rounds", "1",
+    "proxy_speed.py": ("proxy_speed.py", ["--preset", "test", "--hosts", "3", "--pages-per-host", "10", "--rounds", "1",
                                           "--concurrency", "8", "--out", WORK]),
     "recrawl_freshness.py": ("recrawl_freshness.py", ["--hours", "1", "--hosts", "2", "--pages-per-host", "10",
                                                       "--baselines", "30", "--variants", "uniform:0.25"]),
@@ -85,6 +85,7 @@ def test_every_bench_has_a_smoke_entry() -> None:
 def test_bench_runs_at_toy_size(script: str, tmp_path: Path) -> None:
     runner, args = SMOKE[script]
     work = tmp_path / "work"
+    work.mkdir()
     command = [sys.executable, str(BENCH / runner), *(a.replace(WORK, str(work)) for a in args)]
     env = {**os.environ, "PYTHONPATH": str(SRC), "TMPDIR": str(tmp_path)}
     started = time.monotonic()

@@ -56,3 +56,24 @@ def test_demo_refuses_nonsense_sizes(tmp_path: Path) -> None:
     done = _demo(tmp_path / "d", "--concurrency", "0")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "--concurrency must be >= 1" in done.stderr and not (tmp_path / "d").exists()
+
+
+def test_the_demo_web_s_limits_scale_with_the_machine_s_load(tmp_path: Path) -> None:
+    from webgather.testweb import WebModel, closure
+    from webgather.testweb.params import WebParams, crawl_config_for, load_time_scale, time_scaled
+
+    # at load 4-8 on 2 cores the 0.22 s timeout cut ordinary pages: x2..x4 there, x1 on a quiet machine
+    assert [load_time_scale(load, 2) for load in (0.3, 1.5, 2.0, 4.0, 4.5, 8.0)] == [1.0, 1.0, 1.0, 2.0, 2.5, 4.0]
+    params = WebParams.for_tests(seed=7, n_hosts=6, mean_pages_per_host=10.0)
+    quiet, busy = crawl_config_for(params), crawl_config_for(time_scaled(params, 4.0))
+    assert busy.fetch.total_timeout_s == 4 * quiet.fetch.total_timeout_s
+    # every page keeps its side of the timeout: the closure is the same web's, slow pages in, very slow out
+    model, scaled = WebModel(params), WebModel(time_scaled(params, 4.0))
+    seeds = [model.home_url(0)]
+    assert closure(scaled, seeds, busy) == closure(model, seeds, quiet)
+    done = _demo(tmp_path / "demo", "--time-scale", "3")
+    assert done.returncode == 0, done.stderr
+    assert "time scale 3)" in done.stdout and f"timeout {3 * quiet.fetch.total_timeout_s:.2f} s" in done.stdout
+    assert ": exact match" in done.stdout
+    refused = _demo(tmp_path / "demo", "--time-scale", "0.5")
+    assert refused.returncode == 2 and "--time-scale must be a number >= 1" in refused.stderr

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import shlex
 import shutil
@@ -26,7 +27,7 @@ from webgather.clock import SystemClock
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.closure import NOT_FETCHED, crawl_outcomes
 from webgather.testweb.graph import WebModel
-from webgather.testweb.params import WebParams, crawl_config_for
+from webgather.testweb.params import WebParams, crawl_config_for, load_time_scale, time_scaled
 
 __all__ = ["command_name", "register"]
 
@@ -40,6 +41,10 @@ def register(sub: Any) -> None:
     parser.add_argument("--seed", type=int, default=1, help="seed of the synthetic web")
     parser.add_argument("--concurrency", type=int, default=FetchConfig().concurrency, help="requests in flight")
     parser.add_argument("--out", default="demo-out", help="directory for the crawl (a fresh run each time)")
+    parser.add_argument("--time-scale", type=float, default=None, metavar="F",
+                        help="the demo web's slow pages, very slow pages and the crawl's timeout x F (>= 1); "
+                             "default: the machine's load per core (1-minute average), at least 1, so that "
+                             "ordinary pages are not cut on a busy machine")
     add_log_options(parser)
     parser.set_defaults(func=_main)
 
@@ -49,7 +54,9 @@ def _main(args: argparse.Namespace) -> int:
         raise ConfigError("demo: --hosts, --pages-per-host and --concurrency must be >= 1")
     out = Path(args.out)
     _clear_previous_demo(out)
-    params = WebParams.for_tests(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host)
+    args.time_scale = _time_scale(args.time_scale)
+    params = time_scaled(WebParams.for_tests(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host),
+                         args.time_scale)
     server, port = _start_server(args, out / "testweb")
     try:
         model = WebModel(dataclasses.replace(params, port=port))
@@ -59,7 +66,8 @@ def _main(args: argparse.Namespace) -> int:
             config, out_dir=str(out / "crawl"), progress=True,
             fetch=dataclasses.replace(config.fetch, concurrency=args.concurrency, resolve_file=str(out / "testweb" / "resolve.txt")),
         )
-        print(f"crawling {seed} ({args.hosts} hosts, about {model.n_pages} pages) into {out / 'crawl'}", flush=True)
+        print(f"crawling {seed} ({args.hosts} hosts, about {model.n_pages} pages) into {out / 'crawl'}; "
+              f"timeout {config.fetch.total_timeout_s:.2f} s (time scale {args.time_scale:g})", flush=True)
         summary = run_main_job(config, [seed])
     finally:
         _stop_server(server)
@@ -78,10 +86,24 @@ def _clear_previous_demo(out: Path) -> None:
     shutil.rmtree(out / "testweb", ignore_errors=True)
 
 
+def _time_scale(given: float | None) -> float:
+    """``--time-scale``, or the machine's load per core (:func:`load_time_scale`); refused below 1."""
+    if given is not None:
+        if not (math.isfinite(given) and given >= 1):
+            raise ConfigError(f"demo: --time-scale must be a number >= 1, not {given:g}")
+        return given
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # no load average on this system: a quiet machine's limits
+        return 1.0
+    return load_time_scale(load, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
 def _start_server(args: argparse.Namespace, directory: Path) -> tuple[subprocess.Popen[str], int]:
     command = [
         sys.executable, "-m", "webgather", "testweb", "serve", "--preset", "test", "--hosts", str(args.hosts),
         "--pages-per-host", str(args.pages_per_host), "--seed", str(args.seed), "--out", str(directory),
+        "--time-scale", repr(args.time_scale),
     ]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert server.stdout is not None

@@ -25,7 +25,7 @@ from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.export import export
 from webgather.testweb.graph import WebModel
 from webgather.testweb.latency import LatencyModel, parse_latency_model
-from webgather.testweb.params import WebParams, crawl_config_for
+from webgather.testweb.params import WebParams, crawl_config_for, time_scaled
 from webgather.testweb.server import TestWebServer
 
 __all__ = ["register"]
@@ -62,15 +62,17 @@ def _web_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=None, help="port (serve: default a free one; others: 8080)")
     parser.add_argument("--preset", choices=["web", "test"], default="web",
                         help="web: realistic defaults; test: small thresholds (fast faults, 0.05 s crawl-delay)")
+    parser.add_argument("--time-scale", type=float, default=1.0, metavar="F",
+                        help="slow and very slow pages' delays x F (>= 1), and with them the timeout the closure "
+                             "assumes (their geometric mean): room for a loaded machine (default 1)")
 
 
 def _params(args: argparse.Namespace, port: int) -> WebParams:
     if args.hosts < 1 or args.pages_per_host < 1:
         raise ConfigError("--hosts and --pages-per-host must be >= 1")
     values = dict(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host, port=port)
-    if args.preset == "test":
-        return WebParams.for_tests(**values)
-    return WebParams(**values)
+    params = WebParams.for_tests(**values) if args.preset == "test" else WebParams(**values)
+    return time_scaled(params, args.time_scale)
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -27,6 +27,8 @@ __all__ = [
     "FaultRates",
     "WebParams",
     "crawl_config_for",
+    "load_time_scale",
+    "time_scaled",
 ]
 
 MIB = 1024 * 1024
@@ -264,3 +266,18 @@ def crawl_config_for(params: WebParams, seeds: tuple[str, ...] = (), **sections:
     )
     values.update(sections)
     return CrawlConfig(**values)  # type: ignore[arg-type]
+
+
+def time_scaled(params: WebParams, scale: float) -> WebParams:
+    """``params`` with the web's delays (``slow_s``, ``very_slow_s``) times ``scale``: the crawl's timeout of
+    :func:`crawl_config_for` (their geometric mean) scales with them, so every page keeps its side of it."""
+    if not (math.isfinite(scale) and scale >= 1.0):
+        raise ConfigError(f"testweb: the time scale must be a number >= 1, not {scale}")
+    return dataclasses.replace(params, slow_s=params.slow_s * scale, very_slow_s=params.very_slow_s * scale)
+
+
+def load_time_scale(load: float, cores: int) -> float:
+    """How much slower than on a quiet machine a page may come on one with ``load`` runnable processes
+    (1-minute load average) over ``cores``: the load per core, at least 1, rounded up to a half."""
+    per_core = load / max(1, cores)
+    return max(1.0, math.ceil(2 * per_core) / 2) if math.isfinite(per_core) else 1.0
