@@ -25,7 +25,7 @@ from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.export import export
 from webgather.testweb.graph import WebModel
 from webgather.testweb.latency import LatencyModel, parse_latency_model
-from webgather.testweb.params import WebParams, crawl_config_for, time_scaled
+from webgather.testweb.params import WebParams, closure_settings, closure_toml, crawl_config_for, time_scaled
 from webgather.testweb.server import TestWebServer
 
 __all__ = ["register"]
@@ -107,11 +107,15 @@ async def _serve_async(model: WebModel, args: argparse.Namespace) -> int:
         resolve = srv.write_resolve_file(out / "resolve.txt")
         seeds = out / "seeds.txt"
         seeds.write_text(srv.home_url(0) + "\n", encoding="ascii")
+        settings = out / "crawl.toml"
+        settings.write_text(closure_toml(model.params), encoding="utf-8")
         addresses = model.addresses()
         print(f"testweb: {model.hosts.n_hosts} hosts, {model.n_pages} content pages, seed {model.params.seed}")
         print(f"listening on {addresses[0]}..{addresses[-1]} ({len(addresses)} addresses) port {srv.port}")
         print(f"resolve file: {resolve.resolve()}")
         print(f"seed: {srv.home_url(0)} (also in {seeds.resolve()})")
+        print(f"crawl settings of the closure: {settings.resolve()}; all of it: webgather crawl @{seeds} "
+              f"--resolve {resolve} --config {settings} --out OUT")
         sys.stdout.flush()
         await stop.wait()
         print(f"testweb: stopping after {srv.requests} requests", flush=True)
@@ -137,6 +141,7 @@ def _stats(args: argparse.Namespace) -> int:
         "fixtures": int(model.hosts.fixtures.sum()),
         "closure_from": seed,
         "closure_size": len(outcome.fetched),
+        "closure_settings": closure_settings(params),
         "closure_urls_decided": len(outcome.outcomes),
         "link_graph_s": round(graph_s, 2),
         "closure_s": round(closure_s, 2),
