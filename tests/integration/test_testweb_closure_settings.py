@@ -41,7 +41,9 @@ def test_serve_writes_the_settings_and_prints_the_command_that_crawls_it_all(tmp
         assert server.stdout is not None
         line = next(line for line in server.stdout if line.startswith("crawl settings of the closure"))
     finally:
-        server.terminate()
+        server.terminate()  # by its PID
         server.wait(timeout=30)
+        assert server.stdout is not None
+        server.stdout.close()
     assert f"webgather crawl @{out}/seeds.txt --resolve {out}/resolve.txt --config {out}/crawl.toml" in line
     assert (out / "crawl.toml").read_text() == closure_toml(WebParams(n_hosts=2))  # the port is in no setting
