@@ -91,6 +91,9 @@ class Run:
     note: str = ""
     cpu_split: str = ""
     """For a --workers run: each node's CPU, the embedded Redis's and the rest (parent, start-up)."""
+    pages_99_s: float | None = None
+    """Seconds to 99 % of the pages and to the last one, from webgather's summary (None: a peer's run)."""
+    last_page_s: float | None = None
 
     @property
     def pages_per_s(self) -> float:
@@ -314,7 +317,17 @@ def run_once(crawler: Crawler, scratch: Path) -> Run:
         note = f"killed after {crawler.timeout_s:g} s"
     else:
         note = "" if code == 0 else f"exit {code}: {(scratch / 'stderr.txt').read_text()[-300:]!r}"
-    return Run(crawler.name, pages, wall, cpu, rss, code == 0, note, cpu_split(scratch / "out", cpu))
+    return Run(crawler.name, pages, wall, cpu, rss, code == 0, note, cpu_split(scratch / "out", cpu),
+               *page_times(scratch / "out"))
+
+
+def page_times(out: Path) -> tuple[float | None, float | None]:
+    """webgather's time to 99 % of pages and to its last page (its summary.json); (None, None) elsewhere."""
+    try:
+        summary = json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None, None
+    return summary.get("pages_99_s"), summary.get("last_page_s")
 
 
 def cpu_split(out: Path, total_cpu_s: float) -> str:
@@ -449,7 +462,7 @@ def report(crawlers: list[Crawler], header: list[str]) -> str:
             flag = "" if r.ok else f"  FAILED {r.note}"
             lines.append(f"  {r.crawler:<15} round {i + 1}: {r.pages:6d} pages {r.wall_s:7.2f} s "
                          f"{r.pages_per_s:7.1f} pages/s {r.cpu_ms_per_page:6.2f} ms CPU/page "
-                         f"{r.peak_rss_mib:7.1f} MiB{flag}")
+                         f"{r.peak_rss_mib:7.1f} MiB{_times(r)}{flag}")
             if r.cpu_split:
                 lines.append(f"  {'':<15}          {r.cpu_split}")
     head = f"  {'crawler':<15} {'pages':>6} {'wall s':>7} {'pages/s':>8} {'CPU ms/page':>12} {'peak RSS MiB':>13}"
@@ -468,6 +481,12 @@ def report(crawlers: list[Crawler], header: list[str]) -> str:
     lines += _targets(table)
     lines += ["", "capabilities (as run here):", *capability_table([c.name for c in crawlers])]
     return "\n".join(lines)
+
+
+def _times(run: Run) -> str:
+    if run.pages_99_s is None or run.last_page_s is None:
+        return ""
+    return f", 99 % of pages by {run.pages_99_s:.2f} s, last at {run.last_page_s:.2f} s"
 
 
 def _ratio_line(name: str, other: str, table: dict[str, dict[str, float]]) -> str:

@@ -69,6 +69,10 @@ SMOKE: dict[str, tuple[str, list[str]]] = {
     "vs_scrapy.py": ("vs_scrapy.py", ["--hosts", "3", "--pages-per-host", "10", "--rounds", "1", "--concurrency", "8",
                                       "--timeout", "60", "--workers-timeout", "60", "--work", WORK]),
 }
+PAGE_TIMES = {"cluster_scaling.py": '"pages_99_s": ', "gnp_live.py": "99%_s", "node_ab.py": "99 % s  last s",
+              "node_crawl.py": '"pages_99_s": ', "opic_order.py": "99 % s  last s", "proxy_speed.py": "99 % of pages by",
+              "render_crawl.py": "99 % of pages by", "vs_scrapy.py": "99 % of pages by"}
+"""Benches that report pages/s report the time to 99 % of the pages and the last page's beside it: what they print."""
 TIMEOUT_S = 240.0
 """Per bench, generous for a loaded machine (each takes a few seconds on a quiet one)."""
 
@@ -95,3 +99,5 @@ def test_bench_runs_at_toy_size(script: str, tmp_path: Path) -> None:
     tail = (done.stdout[-3000:] + "\n--- stderr\n" + done.stderr[-3000:]).strip()
     assert done.returncode == 0, f"{runner} {' '.join(args)}: exit {done.returncode} after {took:.1f} s\n{tail}"
     assert "Traceback" not in done.stderr, tail
+    if script in PAGE_TIMES:
+        assert PAGE_TIMES[script] in done.stdout, tail
