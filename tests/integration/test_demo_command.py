@@ -77,3 +77,22 @@ def test_the_demo_web_s_limits_scale_with_the_machine_s_load(tmp_path: Path) -> 
     assert ": exact match" in done.stdout
     refused = _demo(tmp_path / "demo", "--time-scale", "0.5")
     assert refused.returncode == 2 and "--time-scale must be a number >= 1" in refused.stderr
+
+
+def test_the_closure_check_names_the_pages_cut_by_the_timeout_and_those_only_they_link_to() -> None:
+    from webgather.commands.demo import explain_timeouts
+    from webgather.testweb.closure import ClosureResult, Expected
+
+    def page(url: str, *links: str, error: str | None = None) -> Expected:
+        return Expected(url, "page", 0, 0, None if error else 200, error, 1, links=links)
+
+    outcomes = {u.url: u for u in (page("http://a/", "http://a/1", "http://a/2"), page("http://a/1", "http://a/3"),
+                                   page("http://a/2"), page("http://a/3"), page("http://a/slow", error="timeout"))}
+    expected = ClosureResult(frozenset(outcomes), outcomes, {})
+    final = {"http://a/": {"status": 200}, "http://a/1": {"error": "timeout"}, "http://a/2": {"status": 200},
+             "http://a/slow": {"error": "timeout"}}  # a/1 was cut (a/slow is meant to time out): a/3 never found
+    lines = explain_timeouts(expected, final, {"http://a/3"}, 0.22)
+    assert lines == ["timed out: 1 pages the web answers within the 0.22 s timeout (the machine was too busy; "
+                     "--time-scale F gives them F times the room): http://a/1",
+                     "not reached: 1 of the 1 missing pages are linked from those: http://a/3"]
+    assert explain_timeouts(expected, {"http://a/slow": {"error": "timeout"}}, set(), 0.22) == []

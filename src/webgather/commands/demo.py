@@ -16,6 +16,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Mapping, Set
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,11 @@ from webgather.errors import ConfigError
 from webgather.logs import add_log_options
 from webgather.clock import SystemClock
 from webgather.store.crawllog import read_crawl_log
-from webgather.testweb.closure import NOT_FETCHED, crawl_outcomes
+from webgather.testweb.closure import NOT_FETCHED, ClosureResult, crawl_outcomes
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import WebParams, crawl_config_for, load_time_scale, time_scaled
 
-__all__ = ["command_name", "register"]
+__all__ = ["command_name", "explain_timeouts", "register"]
 
 SERVER_START_S = 60.0
 
@@ -126,16 +127,36 @@ def _stop_server(server: subprocess.Popen[str]) -> None:
 
 def _compare(model: WebModel, seed: str, config: Any, crawl_dir: Path) -> int:
     expected = crawl_outcomes(model, [seed], config, now_s=SystemClock().wall())
-    fetched = {
-        e["url"] for e in read_crawl_log(crawl_dir / "crawl.log.jsonl")
+    final = {
+        e["url"]: e for e in read_crawl_log(crawl_dir / "crawl.log.jsonl")
         if not e.get("retry") and e.get("kind") in ("page", "sitemap") and e.get("error") not in NOT_FETCHED
     }
+    fetched = set(final)
     missing, extra = expected.fetched - fetched, fetched - expected.fetched
     verdict = "exact match" if not missing and not extra else f"{len(missing)} missing, {len(extra)} extra"
     print(f"closure check: fetched {len(fetched)} URLs; the web's closure from the seed has {len(expected.fetched)}: {verdict}")
+    for line in explain_timeouts(expected, final, missing, config.fetch.total_timeout_s):
+        print(line)
     program = command_name(sys.argv[0], sys.executable, Path.cwd(), shutil.which(Path(sys.argv[0]).name))
     print(f"next: {program} analyze {shlex.quote(str(crawl_dir))}")
     return 0 if not missing and not extra else 1
+
+
+def explain_timeouts(expected: ClosureResult, final: Mapping[str, Mapping[str, Any]], missing: Set[str],
+                     timeout_s: float, shown: int = 5) -> list[str]:
+    """Which pages timed out although the web answers them in time, and which missing pages only they link to."""
+    cut = sorted(url for url, entry in final.items() if entry.get("error") == "timeout"
+                 and (want := expected.outcomes.get(url)) is not None and want.error != "timeout")
+    if not cut:
+        return []
+    behind = sorted(missing & {link for url in cut for link in expected.outcomes[url].links})
+    lines = [f"timed out: {len(cut)} pages the web answers within the {timeout_s:.2f} s timeout (the machine was "
+             f"too busy; --time-scale F gives them F times the room): {' '.join(cut[:shown])}"
+             f"{' ...' if len(cut) > shown else ''}"]
+    if behind:
+        lines.append(f"not reached: {len(behind)} of the {len(missing)} missing pages are linked from those: "
+                     f"{' '.join(behind[:shown])}{' ...' if len(behind) > shown else ''}")
+    return lines
 
 
 def command_name(argv0: str, executable: str, cwd: Path, on_path: str | None) -> str:
