@@ -146,7 +146,7 @@ def explain_timeouts(expected: ClosureResult, final: Mapping[str, Mapping[str, A
                      timeout_s: float, shown: int = 5) -> list[str]:
     """Which pages timed out although the web answers them in time, and which missing pages only they link to."""
     cut = sorted(url for url, entry in final.items() if entry.get("error") == "timeout"
-                 and (want := expected.outcomes.get(url)) is not None and want.error != "timeout")
+                 and (want := expected.outcomes.get(url)) is not None and want.error is None)
     if not cut:
         return []
     behind = sorted(missing & {link for url in cut for link in expected.outcomes[url].links})
