@@ -27,9 +27,10 @@ WORK = "{work}"
 
 SMOKE: dict[str, tuple[str, list[str]]] = {
     "analysis_scale.py": ("analysis_scale.py", ["--pages", "20000", "--links", "200000", "--sample", "5"]),
+    # cluster_faults: node b joins late, so the web must last long enough for it to get pages
     "cluster_faults.py": ("cluster_faults.py", ["--faults", "none", "--hosts", "12", "--pages-per-host", "20",
                                                 "--delay-s", "0.25", "--kill-after-pages", "3", "--crawled-s", "0.5",
-                                                "--timeout-s", "120", "--work", WORK]),  # b joins late: a web it gets pages of
+                                                "--timeout-s", "120", "--work", WORK]),
     "cluster_fsync.py": ("cluster_fsync.py", ["--batches", "50", "--senders", "1,4", "--rounds", "1", "--dir", WORK]),
     "cluster_scaling.py": ("cluster_scaling.py", ["--hosts", "6", "--pages-per-host", "10", "--workers", "1,2",
                                                   "--concurrency", "8", "--interval-s", "0.5", "--skip-reconfig",
