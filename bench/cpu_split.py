@@ -93,18 +93,19 @@ def thread_cpu_s(pid: int, seen: dict[str, float]) -> None:
         seen[tid] = (int(fields[11]) + int(fields[12])) / tick
 
 
-def crawl_watched(cmd: list[str], raw: Path) -> tuple[dict[str, float], float, int]:
-    """Per-thread CPU seconds by TID, wall seconds, exit code."""
+def crawl_watched(cmd: list[str], raw: Path | None) -> tuple[dict[str, float], float, int]:
+    """Per-thread CPU seconds by TID, wall seconds, exit code; py-spy's samples in ``raw`` (None: not sampled)."""
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     spy = subprocess.Popen(["py-spy", "record", "--pid", str(proc.pid), "--threads", "-r", "250", "-f", "raw",
-                            "-o", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            "-o", str(raw)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) if raw else None
     cpu: dict[str, float] = {}
     while proc.poll() is None:
         thread_cpu_s(proc.pid, cpu)
         time.sleep(0.05)
     wall = time.perf_counter() - started
-    spy.wait(timeout=60)
+    if spy is not None:
+        spy.wait(timeout=60)
     return cpu, wall, proc.returncode
 
 
@@ -128,22 +129,27 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     node_ab.add_web_arguments(parser, rounds=1, hosts=400, pages_per_host=20.0, work="cpu_split")
     args = parser.parse_args()
-    if shutil.which("py-spy") is None:
-        raise SystemExit("cpu_split: py-spy is not on PATH (pip install py-spy)")
+    spy = shutil.which("py-spy") is not None
+    if not spy:
+        print("cpu_split: py-spy is not on PATH (pip install py-spy): threads' CPU only, the split into parts "
+              "is skipped", flush=True)
     servers_conf, port, resolve, _config, seed = node_ab.prepare_web(args)
     cmd = vs.webgather_crawler("webgather", seed, resolve, args, None).command(args.work / "scratch")
     with vs.nginx(servers_conf, args.work / "nginx", port, "127.0.1.1"):
         shutil.rmtree(args.work / "scratch", ignore_errors=True)
         (args.work / "scratch").mkdir()
-        cpu, wall, code = crawl_watched(cmd, args.work / "spy.txt")
+        cpu, wall, code = crawl_watched(cmd, args.work / "spy.txt" if spy else None)
     pages = int(json.loads((args.work / "scratch" / "out" / "summary.json").read_text())["pages"])
-    parts = split(args.work / "spy.txt", cpu)
+    if pages == 0:
+        raise SystemExit(f"cpu_split: the crawl fetched no page (exit {code}; see {args.work / 'scratch'})")
+    parts = split(args.work / "spy.txt", cpu) if spy else {}
     print(f"cpu_split: {pages} pages in {wall:.2f} s (exit {code}), "
           f"native core {'off' if os.environ.get('WEBGATHER_NATIVE') == '0' else 'on'}; "
           f"threads' CPU {sum(cpu.values()):.2f} s = {sum(cpu.values()) / pages * 1e3:.3f} ms/page")
     for part, seconds in sorted(parts.items(), key=lambda kv: -kv[1]):
         print(f"  {seconds / pages * 1e3:6.3f} ms/page  {part}")
-    print(f"  {sum(parts.values()) / pages * 1e3:6.3f} ms/page  (sampled threads)")
+    if parts:
+        print(f"  {sum(parts.values()) / pages * 1e3:6.3f} ms/page  (sampled threads)")
     return code
 
 

@@ -60,6 +60,11 @@ def rate(count: int, seconds: float) -> float:
     return count / seconds if seconds > 0 else float("inf")
 
 
+def sized(args: argparse.Namespace, n: int) -> int:
+    """A fixed size of the bench, / 100 with ``--toy``."""
+    return max(100, n // 100) if args.toy else n
+
+
 # -- seen ---------------------------------------------------------------------------
 
 
@@ -67,9 +72,9 @@ def part_seen(args: argparse.Namespace) -> dict[str, Any]:
     rng = np.random.default_rng(1)
     n = args.seen_keys
     out: dict[str, Any] = {"keys": n}
-    for batch in (25, 1000, 100_000):
+    for batch in (25, 1000, sized(args, 100_000)):
         s = MemorySeen()
-        keys = rng.integers(0, 2**64, size=min(n, 200_000 if batch == 25 else n), dtype=np.uint64)
+        keys = rng.integers(0, 2**64, size=min(n, sized(args, 200_000) if batch == 25 else n), dtype=np.uint64)
         t = time.perf_counter()
         for i in range(0, len(keys), batch):
             s.add_many(keys[i : i + batch])
@@ -83,8 +88,8 @@ def part_seen(args: argparse.Namespace) -> dict[str, Any]:
         out[f"memory_batch{batch}"] = {"keys": len(keys), "add_keys_per_s": round(rate(len(keys), add_s)),
                                        "checks_per_s_half_seen": round(rate(len(probe), check_s)),
                                        "levels": s.levels, "bytes_per_key": round(s.nbytes / len(s), 2)}
-    zipf = rng.zipf(1.3, size=500_000).astype(np.uint64)
-    cached = CachedSeen(MemorySeen(), ClockCache(50_000))
+    zipf = rng.zipf(1.3, size=sized(args, 500_000)).astype(np.uint64)
+    cached = CachedSeen(MemorySeen(), ClockCache(sized(args, 50_000)))
     t = time.perf_counter()
     for i in range(0, len(zipf), 25):
         cached.add_many(zipf[i : i + 25])
@@ -99,7 +104,7 @@ def part_disk(args: argparse.Namespace) -> dict[str, Any]:
     n = args.seen_keys
     directory = Path(args.work) / "disk-seen"
     shutil.rmtree(directory, ignore_errors=True)
-    s = DiskSeen(directory, memory_entries=4_000_000)
+    s = DiskSeen(directory, memory_entries=sized(args, 4_000_000))
     t = time.perf_counter()
     step = 100_000
     for i in range(0, n, step):
@@ -110,7 +115,7 @@ def part_disk(args: argparse.Namespace) -> dict[str, Any]:
     present = np.concatenate([np.asarray(np.load(p, mmap_mode="r")[:: max(1, n // 1_000_000)][:500_000])
                               for p in sorted(directory.glob("run-*.npy"))])
     for batch in (25, 10_000):
-        total = 200_000 if batch == 25 else 2_000_000
+        total = sized(args, 200_000 if batch == 25 else 2_000_000)
         probe = np.concatenate((rng.choice(present, size=total // 2), rng.integers(0, 2**64, size=total // 2, dtype=np.uint64)))
         rng.shuffle(probe)
         t = time.perf_counter()
@@ -190,7 +195,7 @@ def part_frontier(args: argparse.Namespace) -> dict[str, Any]:
     del f  # a closed frontier's heads are garbage: the resumes' peak RSS is their own
     out["state_mib"] = round(sum(p.stat().st_size for p in state.rglob("*") if p.is_file()) / 2**20)
     out["resume_clean"] = resume(state, config, polite)
-    out["resume_after_crash"] = crash_and_resume(state, config, polite, web, now)
+    out["resume_after_crash"] = crash_and_resume(state, config, polite, web, now, sized(args, 18_000))
     out.update(rss())
     if not args.keep:
         shutil.rmtree(state, ignore_errors=True)
@@ -211,18 +216,19 @@ def resume(state: Path, config: FrontierConfig, polite: PolitenessConfig) -> dic
     return out
 
 
-def crash_and_resume(state: Path, config: FrontierConfig, polite: PolitenessConfig, web: Web, now: float) -> dict[str, Any]:
-    """Crawl 9 s of frontier time (just under a checkpoint) and stop without closing, in a child."""
+def crash_and_resume(state: Path, config: FrontierConfig, polite: PolitenessConfig, web: Web, now: float,
+                     pages: int) -> dict[str, Any]:
+    """Crawl ``pages`` (18,000: 9 s of frontier time, just under a checkpoint) and stop without closing, in a child."""
     code = (
         "import sys, os; sys.path.insert(0, sys.argv[2]); import frontier_scale as b; from pathlib import Path\n"
         "from webgather.config import FrontierConfig, PolitenessConfig\n"
         "from webgather.frontier.frontier import Frontier\n"
         "f = Frontier.open(Path(sys.argv[1]), FrontierConfig(), PolitenessConfig(min_delay_s=0.0, per_ip_connections=10**9))\n"
         "w = b.Web(int(sys.argv[3]), seed=9); n = float(sys.argv[4])\n"
-        "b.crawl(f, w, f.stats()['seen'] + 18000 * 25, n)\n"
+        "b.crawl(f, w, f.stats()['seen'] + int(sys.argv[5]) * 25, n)\n"
         "os._exit(0)\n"
     )
-    subprocess.run([sys.executable, "-c", code, str(state), str(Path(__file__).parent), str(web.hosts), str(now)],
+    subprocess.run([sys.executable, "-c", code, str(state), str(Path(__file__).parent), str(web.hosts), str(now), str(pages)],
                    check=True, timeout=3600)
     journal = sum(p.stat().st_size for p in state.glob("journal-*.log"))
     out = resume(state, config, polite)
@@ -233,7 +239,7 @@ def crash_and_resume(state: Path, config: FrontierConfig, polite: PolitenessConf
 def part_hotpath(args: argparse.Namespace) -> dict[str, Any]:
     """CPU per page of add(25 links) + next_ready + complete, memory vs persistent frontier."""
     out: dict[str, Any] = {}
-    pages = 20_000
+    pages = sized(args, 20_000)
     for mode in ("memory", "persistent"):
         for new_share in (1.0, 0.2):
             state = None if mode == "memory" else Path(args.work) / "hot-state"
@@ -274,6 +280,7 @@ def main() -> int:
     parser.add_argument("--parts", default="hotpath,seen,disk,frontier")
     parser.add_argument("--work", default=None, help="directory for state (default: a temp dir)")
     parser.add_argument("--keep", action="store_true", help="keep the frontier state")
+    parser.add_argument("--toy", action="store_true", help="every fixed size / 100 (a smoke run of seconds)")
     parser.add_argument("--part", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.part:
@@ -283,7 +290,8 @@ def main() -> int:
     try:
         for part in args.parts.split(","):
             cmd = [sys.executable, __file__, "--part", part, "--work", str(work), "--urls", str(args.urls),
-                   "--hosts", str(args.hosts), "--seen-keys", str(args.seen_keys)] + (["--keep"] if args.keep else [])
+                   "--hosts", str(args.hosts), "--seen-keys", str(args.seen_keys)] + (["--keep"] if args.keep else []) \
+                + (["--toy"] if args.toy else [])
             proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
             if proc.returncode:
                 return proc.returncode

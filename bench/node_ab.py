@@ -91,7 +91,8 @@ def run_variant(variant: Variant, args: argparse.Namespace, seed: str, resolve: 
 
 
 def report(variants: list[Variant]) -> str:
-    lines = ["variant        pages  pages/s  CPU ms/page (runs)                      peak RSS MiB  CPU ratio"]
+    lines = ["variant        pages  pages/s  CPU ms/page (runs)                      peak RSS MiB  CPU ratio"
+             "  99 % s  last s"]
     base_cpu = None
     for v in variants:
         ok = [r for r in v.runs if r.ok and r.pages]
@@ -103,8 +104,14 @@ def report(variants: list[Variant]) -> str:
         each = " ".join(f"{r.cpu_ms_per_page:.2f}" for r in ok)
         lines.append(f"{v.name:<12} {ok[0].pages:>7} {statistics.median(r.pages_per_s for r in ok):>8.1f}"
                      f"  {cpu:.3f} ({each}){'':<{max(0, 26 - len(each))}}"
-                     f"  {statistics.median(r.peak_rss_mib for r in ok):>10.1f}  {cpu / base_cpu:.3f}")
+                     f"  {statistics.median(r.peak_rss_mib for r in ok):>10.1f}  {cpu / base_cpu:.3f}"
+                     f"  {_median_s([r.pages_99_s for r in ok]):>6}  {_median_s([r.last_page_s for r in ok]):>6}")
     return "\n".join(lines)
+
+
+def _median_s(values: list[float | None]) -> str:
+    known = [v for v in values if v is not None]
+    return f"{statistics.median(known):.2f}" if known else "-"
 
 
 def add_web_arguments(parser: argparse.ArgumentParser, *, rounds: int, hosts: int, pages_per_host: float,

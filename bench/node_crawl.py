@@ -38,13 +38,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--concurrency", type=int, default=256)
     parser.add_argument("--out", default="/tmp/webgather-node-bench")
+    add_preset_argument(parser)
     args = parser.parse_args()
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     server, port = start_server(args, out / "testweb")
     try:
-        model = WebModel(dataclasses.replace(
-            WebParams(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host), port=port))
+        model = WebModel(dataclasses.replace(web_params(args), port=port))
         seed = model.home_url(0)
         config = bench_config(model, seed, out, args.concurrency)
         summary = run_main_job(config, [seed])
@@ -52,14 +52,26 @@ def main() -> None:
     finally:
         os.kill(server.pid, signal.SIGTERM)
         server.wait()
-    keys = ("pages", "wall_s", "pages_per_s", "cpu_s", "cpu_ms_per_page", "peak_rss_mib", "errors")
+    keys = ("pages", "wall_s", "pages_per_s", "pages_99_s", "last_page_s", "cpu_s", "cpu_ms_per_page", "peak_rss_mib",
+            "errors")
     print(json.dumps({k: summary[k] for k in keys}))
     print(f"server CPU (prerender included): {server_cpu_s:.1f} s")
     compare(model, seed, config, out / "crawl")
 
 
+def add_preset_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--preset", choices=("web", "test"), default="web",
+                        help="the web's delays: web = realistic (very slow pages 40 s); test = the tests' small ones "
+                             "(a toy run of seconds)")
+
+
+def web_params(args: argparse.Namespace) -> WebParams:
+    values = dict(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host)
+    return WebParams.for_tests(**values) if args.preset == "test" else WebParams(**values)  # type: ignore[arg-type]
+
+
 def start_server(args: argparse.Namespace, directory: Path) -> tuple[subprocess.Popen[str], int]:
-    command = [sys.executable, "-m", "webgather", "testweb", "serve", "--hosts", str(args.hosts),
+    command = [sys.executable, "-m", "webgather", "testweb", "serve", "--preset", args.preset, "--hosts", str(args.hosts),
                "--pages-per-host", str(args.pages_per_host), "--seed", str(args.seed),
                "--out", str(directory), "--prerender", "--cache-mib", "3000"]
     started = time.monotonic()

@@ -27,11 +27,10 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent / "tests" / "integration"))
 
-from node_crawl import bench_config, process_cpu_s, start_server  # noqa: E402
+from node_crawl import add_preset_argument, bench_config, process_cpu_s, start_server, web_params  # noqa: E402
 
 from webgather.config import to_toml  # noqa: E402
 from webgather.testweb.graph import WebModel  # noqa: E402
-from webgather.testweb.params import WebParams  # noqa: E402
 
 CREDENTIALS = ("bench", "bench-pw")
 
@@ -64,6 +63,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--out", default="/tmp/webgather-proxy-bench")
     parser.add_argument("--serve-proxy", default=None, help=argparse.SUPPRESS)
+    add_preset_argument(parser)
     args = parser.parse_args()
     if args.serve_proxy:
         serve_proxy(args.serve_proxy)
@@ -73,8 +73,7 @@ def main() -> None:
     server, port = start_server(args, out / "testweb")
     proxy = None
     try:
-        model = WebModel(dataclasses.replace(
-            WebParams(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host), port=port))
+        model = WebModel(dataclasses.replace(web_params(args), port=port))
         seed = model.home_url(0)
         config = dataclasses.replace(bench_config(model, seed, out, args.concurrency), seeds=())
         toml = out / "crawl.toml"
@@ -96,6 +95,8 @@ def main() -> None:
     for name, figures in runs.items():
         print(f"{name}: median {statistics.median(f['pages_per_s'] for f in figures):.0f} pages/s, "
               f"{statistics.median(f['cpu_ms_per_page'] for f in figures):.3f} ms CPU/page (crawler), "
+              f"99 % of pages by {statistics.median(f['pages_99_s'] for f in figures):.2f} s, last page at "
+              f"{statistics.median(f['last_page_s'] for f in figures):.2f} s, "
               f"pages {[int(f['pages']) for f in figures]}")
     print(f"server CPU {server_cpu_s:.1f} s, proxy CPU {proxy_cpu_s:.1f} s over all rounds")
 
@@ -116,7 +117,7 @@ def _crawl(seed: str, toml: Path, out: Path, env: dict[str, str]) -> dict[str, f
     subprocess.run([sys.executable, "-m", "webgather", "crawl", seed, "--config", str(toml), "--out", str(out),
                     "--no-progress", "--pin-cpu", "off"], env={**clean, **env}, check=True, stdout=subprocess.DEVNULL)
     summary = json.loads((out / "summary.json").read_text())
-    keys = ("pages", "wall_s", "pages_per_s", "cpu_ms_per_page")
+    keys = ("pages", "wall_s", "pages_per_s", "pages_99_s", "last_page_s", "cpu_ms_per_page")
     return {**{k: float(summary[k]) for k in keys}, "process_s": round(time.monotonic() - started, 2)}
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -40,8 +41,10 @@ async def one_run(model: WebModel, server: TestWebServer, out: Path, render: Ren
     html = sum(1 for e in entries if e.get("status") == 200 and e.get("content_type") == "text/html")
     errors = sum(1 for e in entries if str(e.get("error") or "").startswith("render"))
     label = "rendered" if render is not None else "plain"
+    summary = json.loads((out / "summary.json").read_text())
     print(f"{label:8s} pages {len(entries):4d} (html 200: {html}, render errors: {errors}) in {took_s:6.1f} s: "
-          f"{len(entries) / took_s:6.1f} pages/s")
+          f"{len(entries) / took_s:6.1f} pages/s; 99 % of pages by {summary['pages_99_s']} s, "
+          f"last at {summary['last_page_s']} s")
 
 
 async def main() -> None:

@@ -91,6 +91,9 @@ class Run:
     note: str = ""
     cpu_split: str = ""
     """For a --workers run: each node's CPU, the embedded Redis's and the rest (parent, start-up)."""
+    pages_99_s: float | None = None
+    """Seconds to 99 % of the pages and to the last one, from webgather's summary (None: a peer's run)."""
+    last_page_s: float | None = None
 
     @property
     def pages_per_s(self) -> float:
@@ -166,8 +169,14 @@ http {{
 """
 
 
-def ensure_nginx() -> str:
+def ensure_nginx(install: bool = False) -> str:
+    """nginx's program; installed with apt-get if ``install`` (``--install-peers``), else the bench is skipped
+    with one line (every row crawls the web nginx serves)."""
     found = shutil.which("nginx") or ("/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None)
+    if found is None and not install:
+        print(f"{Path(sys.argv[0]).stem}: skipped: nginx is not installed (apt-get install nginx-light; "
+              "vs_scrapy.py --install-peers does it)", flush=True)
+        raise SystemExit(0)
     if found is None:
         print("vs_scrapy: installing nginx (apt-get)", flush=True)
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
@@ -212,9 +221,14 @@ def _wait_listening(address: str, port: int, proc: subprocess.Popen[bytes], pref
 
 # -- the peers' own venvs -------------------------------------------------------------
 
-def ensure_venv(venv: Path, spec: str, modules: str) -> Path:
-    """``venv``'s Python, the venv made and ``spec`` pip-installed first unless ``modules`` import there."""
+def ensure_venv(venv: Path, spec: str, modules: str, install: bool) -> Path | None:
+    """``venv``'s Python, the venv made and ``spec`` pip-installed first unless ``modules`` import there;
+    without ``install`` (``--install-peers``) nothing is installed and a venv without them is None."""
     python = venv / "bin" / "python"
+    if not install:
+        usable = python.exists() and subprocess.run([str(python), "-c", f"import {modules}"],
+                                                     capture_output=True).returncode == 0
+        return python if usable else None
     if not python.exists():
         print(f"vs_scrapy: creating {venv} and installing {spec} from PyPI", flush=True)
         base = getattr(sys, "_base_executable", sys.executable)
@@ -225,12 +239,19 @@ def ensure_venv(venv: Path, spec: str, modules: str) -> Path:
     return python
 
 
-def ensure_scrapy(spec: str) -> Path:
-    return ensure_venv(SCRAPY_VENV, spec, "scrapy")
+def ensure_scrapy(spec: str, install: bool) -> Path | None:
+    return ensure_venv(SCRAPY_VENV, spec, "scrapy", install)
 
 
-def ensure_crawlee(spec: str) -> Path:
-    return ensure_venv(CRAWLEE_VENV, spec, "crawlee, parsel, httpx2")
+def ensure_crawlee(spec: str, install: bool) -> Path | None:
+    return ensure_venv(CRAWLEE_VENV, spec, "crawlee, parsel, httpx2", install)
+
+
+def skipped(row: str, venv: Path, spec: str) -> str:
+    line = (f"vs_scrapy: {row} skipped: {venv.relative_to(BENCH.parent)} has no {spec} "
+            "(--install-peers makes it from PyPI)")
+    print(line, flush=True)
+    return line
 
 
 def version_of(python: Path, module: str) -> str:
@@ -296,7 +317,17 @@ def run_once(crawler: Crawler, scratch: Path) -> Run:
         note = f"killed after {crawler.timeout_s:g} s"
     else:
         note = "" if code == 0 else f"exit {code}: {(scratch / 'stderr.txt').read_text()[-300:]!r}"
-    return Run(crawler.name, pages, wall, cpu, rss, code == 0, note, cpu_split(scratch / "out", cpu))
+    return Run(crawler.name, pages, wall, cpu, rss, code == 0, note, cpu_split(scratch / "out", cpu),
+               *page_times(scratch / "out"))
+
+
+def page_times(out: Path) -> tuple[float | None, float | None]:
+    """webgather's time to 99 % of pages and to its last page (its summary.json); (None, None) elsewhere."""
+    try:
+        summary = json.loads((out / "summary.json").read_text())
+    except (OSError, ValueError):
+        return None, None
+    return summary.get("pages_99_s"), summary.get("last_page_s")
 
 
 def cpu_split(out: Path, total_cpu_s: float) -> str:
@@ -431,7 +462,7 @@ def report(crawlers: list[Crawler], header: list[str]) -> str:
             flag = "" if r.ok else f"  FAILED {r.note}"
             lines.append(f"  {r.crawler:<15} round {i + 1}: {r.pages:6d} pages {r.wall_s:7.2f} s "
                          f"{r.pages_per_s:7.1f} pages/s {r.cpu_ms_per_page:6.2f} ms CPU/page "
-                         f"{r.peak_rss_mib:7.1f} MiB{flag}")
+                         f"{r.peak_rss_mib:7.1f} MiB{_times(r)}{flag}")
             if r.cpu_split:
                 lines.append(f"  {'':<15}          {r.cpu_split}")
     head = f"  {'crawler':<15} {'pages':>6} {'wall s':>7} {'pages/s':>8} {'CPU ms/page':>12} {'peak RSS MiB':>13}"
@@ -450,6 +481,12 @@ def report(crawlers: list[Crawler], header: list[str]) -> str:
     lines += _targets(table)
     lines += ["", "capabilities (as run here):", *capability_table([c.name for c in crawlers])]
     return "\n".join(lines)
+
+
+def _times(run: Run) -> str:
+    if run.pages_99_s is None or run.last_page_s is None:
+        return ""
+    return f", 99 % of pages by {run.pages_99_s:.2f} s, last at {run.last_page_s:.2f} s"
 
 
 def _ratio_line(name: str, other: str, table: dict[str, dict[str, float]]) -> str:
@@ -538,6 +575,9 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--only", default=",".join(ROWS), help=f"comma-separated rows among {','.join(ROWS)} (default: all)")
     parser.add_argument("--scrapy", default="scrapy>=2.11,<3", help="pip requirement for Scrapy's venv")
     parser.add_argument("--crawlee", default="crawlee[parsel,httpx]>=1.11,<2", help="pip requirement for Crawlee's venv")
+    parser.add_argument("--install-peers", action="store_true",
+                        help="install what is missing: nginx (apt-get), Scrapy and Crawlee (PyPI, into bench/.venv-*); "
+                             "without it their rows are skipped, saying so")
     parser.add_argument("--work", type=Path, default=BENCH / "results" / "vs_scrapy")
     parser.add_argument("--json", type=Path, default=None, help="also write every run as JSON here")
     args = parser.parse_args()
@@ -551,7 +591,9 @@ def main() -> int:
     args = parse_args()
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
+    ensure_nginx(args.install_peers)
     wanted = set(args.only.split(","))
+    notes = []
     port = free_port()
     servers_conf, files = export_web(args.work, args, port)
     resolve = args.work / "resolve.txt"
@@ -560,18 +602,24 @@ def main() -> int:
     crawlers = [webgather_crawler("webgather", seed, resolve, args, None)] if "webgather" in wanted else []
     scrapy_version = "-"
     if "scrapy" in wanted:
-        python = ensure_scrapy(args.scrapy)
-        scrapy_version = version_of(python, "scrapy")
-        crawlers.append(scrapy_crawler(python, seed, resolve, args))
+        python = ensure_scrapy(args.scrapy, args.install_peers)
+        if python is None:
+            notes.append(skipped("scrapy", SCRAPY_VENV, args.scrapy))
+        else:
+            scrapy_version = version_of(python, "scrapy")
+            crawlers.append(scrapy_crawler(python, seed, resolve, args))
     if "lean" in wanted:
         crawlers.append(lean_crawler(seed, resolve, args))
     crawlee_version = "-"
     if wanted & {"crawlee", "crawlee-mem"}:
-        python = ensure_crawlee(args.crawlee)
-        crawlee_version = version_of(python, "crawlee")
-        for name, storage in (("crawlee", "file"), ("crawlee-mem", "memory")):
-            if name in wanted:
-                crawlers.append(crawlee_crawler(name, python, seed, resolve, args, storage))
+        python = ensure_crawlee(args.crawlee, args.install_peers)
+        if python is None:
+            notes.append(skipped("crawlee", CRAWLEE_VENV, args.crawlee))
+        else:
+            crawlee_version = version_of(python, "crawlee")
+            for name, storage in (("crawlee", "file"), ("crawlee-mem", "memory")):
+                if name in wanted:
+                    crawlers.append(crawlee_crawler(name, python, seed, resolve, args, storage))
     workers_note = "webgather-w2: not run"
     if "webgather-w2" in wanted:
         if has_workers_option():
@@ -587,8 +635,12 @@ def main() -> int:
         f"web: {args.hosts} hosts x {args.pages_per_host:g} pages (seed {args.seed}), {files} static files, "
         f"nginx (1 worker) on {n_addresses} loopback addresses, port {port}; seed {seed}",
         f"{args.rounds} rounds, concurrency {args.concurrency}; {workers_note}",
+        *notes,
     ]
     print("\n".join(header), flush=True)
+    if not crawlers:
+        print("vs_scrapy: no row left to run")
+        return 0
     with nginx(servers_conf, args.work / "nginx", port, "127.0.1.1"):
         for round_no in range(args.rounds):
             order = crawlers[round_no % len(crawlers):] + crawlers[: round_no % len(crawlers)]

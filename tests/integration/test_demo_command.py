@@ -56,3 +56,43 @@ def test_demo_refuses_nonsense_sizes(tmp_path: Path) -> None:
     done = _demo(tmp_path / "d", "--concurrency", "0")
     assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
     assert "--concurrency must be >= 1" in done.stderr and not (tmp_path / "d").exists()
+
+
+def test_the_demo_web_s_limits_scale_with_the_machine_s_load(tmp_path: Path) -> None:
+    from webgather.testweb import WebModel, closure
+    from webgather.testweb.params import WebParams, crawl_config_for, load_time_scale, time_scaled
+
+    # at load 4-8 on 2 cores the 0.22 s timeout cut ordinary pages: x2..x4 there, x1 on a quiet machine
+    assert [load_time_scale(load, 2) for load in (0.3, 1.5, 2.0, 4.0, 4.5, 8.0)] == [1.0, 1.0, 1.0, 2.0, 2.5, 4.0]
+    params = WebParams.for_tests(seed=7, n_hosts=6, mean_pages_per_host=10.0)
+    quiet, busy = crawl_config_for(params), crawl_config_for(time_scaled(params, 4.0))
+    assert busy.fetch.total_timeout_s == 4 * quiet.fetch.total_timeout_s
+    # every page keeps its side of the timeout: the closure is the same web's, slow pages in, very slow out
+    model, scaled = WebModel(params), WebModel(time_scaled(params, 4.0))
+    seeds = [model.home_url(0)]
+    assert closure(scaled, seeds, busy) == closure(model, seeds, quiet)
+    done = _demo(tmp_path / "demo", "--time-scale", "3")
+    assert done.returncode == 0, done.stderr
+    assert "time scale 3)" in done.stdout and f"timeout {3 * quiet.fetch.total_timeout_s:.2f} s" in done.stdout
+    assert ": exact match" in done.stdout
+    refused = _demo(tmp_path / "demo", "--time-scale", "0.5")
+    assert refused.returncode == 2 and "--time-scale must be a number >= 1" in refused.stderr
+
+
+def test_the_closure_check_names_the_pages_cut_by_the_timeout_and_those_only_they_link_to() -> None:
+    from webgather.commands.demo import explain_timeouts
+    from webgather.testweb.closure import ClosureResult, Expected
+
+    def page(url: str, *links: str, error: str | None = None) -> Expected:
+        return Expected(url, "page", 0, 0, None if error else 200, error, 1, links=links)
+
+    outcomes = {u.url: u for u in (page("http://a/", "http://a/1", "http://a/2"), page("http://a/1", "http://a/3"),
+                                   page("http://a/2"), page("http://a/3"), page("http://a/slow", error="timeout"))}
+    expected = ClosureResult(frozenset(outcomes), outcomes, {})
+    final = {"http://a/": {"status": 200}, "http://a/1": {"error": "timeout"}, "http://a/2": {"status": 200},
+             "http://a/slow": {"error": "timeout"}}  # a/1 was cut (a/slow is meant to time out): a/3 never found
+    lines = explain_timeouts(expected, final, {"http://a/3"}, 0.22)
+    assert lines == ["timed out: 1 pages the web answers within the 0.22 s timeout (the machine was too busy; "
+                     "--time-scale F gives them F times the room): http://a/1",
+                     "not reached: 1 of the 1 missing pages are linked from those: http://a/3"]
+    assert explain_timeouts(expected, {"http://a/slow": {"error": "timeout"}}, set(), 0.22) == []

@@ -87,6 +87,8 @@ def merge_summaries(summaries: Sequence[Mapping[str, Any]], *, wall_s: float | N
                   "bytes_per_page": round(cross["bytes"] / pages, 1) if pages else None},
         "status": dict(sorted(status.items())), "errors": dict(sorted(errors.items())),
         "robots_fetches": sum(int(s.get("robots_fetches", 0)) for s in summaries),
+        **{key: max((float(s[key]) for s in summaries if s.get(key) is not None), default=None)  # from the epoch:
+           for key in ("pages_99_s", "last_page_s")},  # every node had 99 % of its pages by pages_99_s
         "load": _load_summary(interval_load(per_node), interval_s),
         "finished": finished,
         **({"recrawl": merge_recrawl(summaries)} if any("recrawl" in s for s in summaries) else {}),

@@ -58,6 +58,9 @@ def _subtitle(status: ClusterStatus) -> str:
     state = "finished" if status.finished else "running" if status.runs else "not started"
     stamp = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(status.now))
     alive = sum(1 for n in status.nodes if n.alive)
+    if status.ended:
+        return (f'<div class="sub">{state}: the crawl has ended; its last state, from {escape(status.ended)}; '
+                f"as of {stamp}</div>")
     return (f'<div class="sub">{table}; {alive} live node(s); {state} (runs {status.runs}, done {status.done}); '
             f"as of {stamp}</div>")
 

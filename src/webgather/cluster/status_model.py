@@ -112,6 +112,9 @@ class ClusterStatus:
     losses: tuple[tuple[str, int], ...]
     """Loss counters above zero: the crawl lost buckets' state (see runtime.cluster_losses)."""
     recovery: tuple[tuple[str, int], ...]
+    ended: str = ""
+    """Set when the figures are the ended crawl's last state from its summaries, not live ones: where they
+    come from (see :mod:`webgather.cluster.status_final`)."""
 
 
 def build_status(crawl: str, members: Mapping[str, Mapping[str, Any]], table: BucketTable | None,

@@ -5,7 +5,8 @@ pywb runs as a child process from an environment of its own: pywb 2.9.1 and
 which cannot share an environment with webgather's ``redis>=5``, so pip
 refuses ``pywb`` as an extra of webgather (ResolutionImpossible). Install it
 apart (``pipx install pywb``, or a venv of its own) and name its ``wayback``
-program with ``--pywb`` unless it is on PATH.
+program with ``--pywb`` unless it is on PATH or in the ``.venv-replay`` that
+``scripts/setup`` makes (beside the checkout, or beside the virtualenv webgather runs in).
 
 The collection (a merged index and pywb's ``config.yaml``, see
 :mod:`webgather.store.pywbcoll`) is built in a temporary directory removed on
@@ -35,13 +36,15 @@ from webgather.errors import ConfigError, StoreError
 if TYPE_CHECKING:
     from webgather.store.pywbcoll import PywbCollection
 
-__all__ = ["find_wayback", "register"]
+__all__ = ["find_wayback", "register", "replay_venvs"]
 
 _INSTALL_HINT = (
     "install pywb in an environment of its own (it pins redis 2.10.6, webgather needs redis>=5), "
     "e.g. `pipx install pywb` or `python3 -m venv ~/pywb && ~/pywb/bin/pip install pywb`, "
     "then pass --pywb ~/pywb/bin/wayback"
 )
+_REPLAY_VENV = ".venv-replay"
+"""pywb's environment as ``scripts/setup`` makes it."""
 _READY_TIMEOUT_S = 60.0
 _STOP_TIMEOUT_S = 10.0
 _PR_SET_PDEATHSIG = 1
@@ -60,7 +63,8 @@ def register(sub: Any) -> None:
     add("--port", type=_port, default=8080, help="port to serve on (default 8080; 0: a free one)")
     add("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; beyond loopback, anyone who reaches it browses the archive)")
     add("--pywb", metavar="PATH", default=None,
-        help="pywb's wayback program, or the virtualenv pywb is installed in (default: `wayback` on PATH)")
+        help="pywb's wayback program, or the virtualenv pywb is installed in (default: the .venv-replay "
+             "scripts/setup makes, beside the checkout or webgather's virtualenv; else `wayback` on PATH)")
     parser.set_defaults(func=_main)
 
 
@@ -73,10 +77,28 @@ def find_wayback(given: str | None) -> str:
         if not (path.is_file() and os.access(path, os.X_OK)):
             raise ConfigError(f"--pywb {given}: no executable pywb `wayback` program there; {_INSTALL_HINT}")
         return str(path)
+    places = replay_venvs()
+    for venv in places:
+        program = venv / "bin" / "wayback"
+        if program.is_file() and os.access(program, os.X_OK):
+            return str(program)
     found = shutil.which("wayback")
     if found is None:
-        raise ConfigError(f"pywb not found (no `wayback` program on PATH): {_INSTALL_HINT}")
+        looked = ", ".join(str(venv / "bin" / "wayback") for venv in places)
+        raise ConfigError(f"pywb not found (looked in {looked} and for `wayback` on PATH): {_INSTALL_HINT}")
     return found
+
+
+def replay_venvs() -> list[Path]:
+    """Where ``scripts/setup`` puts pywb's environment: ``.venv-replay`` beside the virtualenv webgather runs
+    in (``.venv``) and beside the checkout webgather is imported from (an editable install), each once."""
+    import webgather
+
+    places = [Path(sys.prefix).resolve().parent / _REPLAY_VENV]
+    checkout = Path(webgather.__file__).resolve().parents[2]
+    if (checkout / "pyproject.toml").is_file():
+        places.append(checkout / _REPLAY_VENV)
+    return list(dict.fromkeys(places))
 
 
 def _port(text: str) -> int:

@@ -9,7 +9,7 @@ from typing import Any
 
 from webgather.logs import logs_to_file
 
-__all__ = ["EXIT_INTERRUPTED", "exit_code", "exit_line", "print_cluster_summary", "print_cycle", "print_summary"]
+__all__ = ["EXIT_INTERRUPTED", "exit_code", "exit_line", "page_times", "print_cluster_summary", "print_cycle", "print_summary"]
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ def print_summary(summary: dict[str, Any]) -> None:
     errors = ", ".join(f"{k}: {v}" for k, v in summary.get("errors", {}).items()) or "none"
     print(
         f"pages {summary['pages']}  in {summary['wall_s']} s  ({summary['pages_per_s']} pages/s, "
-        f"{summary['cpu_ms_per_page']} ms CPU/page, peak RSS {summary['peak_rss_mib']} MiB)\n"
+        f"{summary['cpu_ms_per_page']} ms CPU/page, peak RSS {summary['peak_rss_mib']} MiB)\n{page_times(summary)}\n"
         f"status  {status}\nerrors  {errors}\n"
         f"robots.txt fetches {summary['robots_fetches']}, retries {summary['retries']}, "
         f"links found {summary['links_found']}, new URLs {summary['urls_new']}\n"
@@ -35,6 +35,15 @@ def print_summary(summary: dict[str, Any]) -> None:
         print(f"totals over {len(runs)} runs; this run: {last.get('pages', 0)} pages in {last.get('wall_s', 0)} s")
     if summary.get("print_json"):
         print(json.dumps(summary, indent=2))
+
+
+def page_times(summary: dict[str, Any], *, nodes: bool = False) -> str:
+    """When the pages came, beside pages/s: a crawl held by a few slow or dead hosts ends long after both."""
+    p99, last = summary.get("pages_99_s"), summary.get("last_page_s")
+    if p99 is None or last is None:
+        return "no page fetched"
+    whose = "every node had 99 % of its pages" if nodes else "99 % of the pages fetched"
+    return f"{whose} by {p99:g} s, the last page at {last:g} s (from the start)"
 
 
 def print_cycle(summary: dict[str, Any]) -> None:
@@ -67,7 +76,7 @@ def print_cluster_summary(summary: dict[str, Any]) -> None:
     load = summary["load"]
     var = load["var_share_mean"]
     print(f"pages {summary['pages']} in {summary['wall_s']} s ({summary['pages_per_s']} pages/s) "
-          f"by {len(summary['nodes'])} node(s)")
+          f"by {len(summary['nodes'])} node(s)\n{page_times(summary, nodes=True)}")
     for node, figures in summary["nodes"].items():
         print(f"  {node}: {figures['pages']} pages, {figures['pages_per_s']} pages/s, ended: {figures['end']}")
     cross = summary["cross"]

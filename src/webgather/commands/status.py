@@ -5,6 +5,8 @@ the bucket table's version, pages/s over time, load variance, errors by kind,
 the busiest hosts and any lost buckets; ``/status.json`` has the same figures.
 It reads only what the nodes publish, like ``webgather cluster status``, and
 listens on 127.0.0.1 unless ``--host`` says otherwise. Ctrl-C or SIGTERM stops it.
+Once the crawl has ended, the page shows its last state from the summaries in
+its directory (``--dir``; found by itself for a ``--workers`` crawl).
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ def register(sub: Any) -> None:
     add_crawl_in_redis_options(serve)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=DEFAULT_PORT, help="port to listen on, 0 for any free port (default: %(default)s)")
+    serve.add_argument("--dir", default=None, metavar="DIR",
+                       help="the crawl's directory (its --out): once the crawl has ended (its Redis stopped, its "
+                            "nodes gone) the page shows its last state from the summaries there (default: for a "
+                            "--workers crawl's unix://DIR/redis/redis.sock, DIR)")
     serve.add_argument("--refresh-s", type=float, default=5.0, help="seconds between the page's reloads (default: %(default)s)")
     from webgather.logs import add_log_options
 
@@ -56,7 +62,9 @@ def _serve(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> None:
     from webgather.runtime.status_server import StatusServer, open_reader
 
-    reader = await open_reader(args.redis, args.crawl)
+    from pathlib import Path
+
+    reader = await open_reader(args.redis, args.crawl, Path(args.dir) if args.dir else None)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -25,7 +25,7 @@ from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.export import export
 from webgather.testweb.graph import WebModel
 from webgather.testweb.latency import LatencyModel, parse_latency_model
-from webgather.testweb.params import WebParams, crawl_config_for
+from webgather.testweb.params import WebParams, closure_settings, closure_toml, crawl_config_for, time_scaled
 from webgather.testweb.server import TestWebServer
 
 __all__ = ["register"]
@@ -62,15 +62,17 @@ def _web_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--port", type=int, default=None, help="port (serve: default a free one; others: 8080)")
     parser.add_argument("--preset", choices=["web", "test"], default="web",
                         help="web: realistic defaults; test: small thresholds (fast faults, 0.05 s crawl-delay)")
+    parser.add_argument("--time-scale", type=float, default=1.0, metavar="F",
+                        help="slow and very slow pages' delays x F (>= 1), and with them the timeout the closure "
+                             "assumes (their geometric mean): room for a loaded machine (default 1)")
 
 
 def _params(args: argparse.Namespace, port: int) -> WebParams:
     if args.hosts < 1 or args.pages_per_host < 1:
         raise ConfigError("--hosts and --pages-per-host must be >= 1")
     values = dict(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host, port=port)
-    if args.preset == "test":
-        return WebParams.for_tests(**values)
-    return WebParams(**values)
+    params = WebParams.for_tests(**values) if args.preset == "test" else WebParams(**values)
+    return time_scaled(params, args.time_scale)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -105,11 +107,15 @@ async def _serve_async(model: WebModel, args: argparse.Namespace) -> int:
         resolve = srv.write_resolve_file(out / "resolve.txt")
         seeds = out / "seeds.txt"
         seeds.write_text(srv.home_url(0) + "\n", encoding="ascii")
+        settings = out / "crawl.toml"
+        settings.write_text(closure_toml(model.params), encoding="utf-8")
         addresses = model.addresses()
         print(f"testweb: {model.hosts.n_hosts} hosts, {model.n_pages} content pages, seed {model.params.seed}")
         print(f"listening on {addresses[0]}..{addresses[-1]} ({len(addresses)} addresses) port {srv.port}")
         print(f"resolve file: {resolve.resolve()}")
         print(f"seed: {srv.home_url(0)} (also in {seeds.resolve()})")
+        print(f"crawl settings of the closure: {settings.resolve()}; all of it: webgather crawl @{seeds} "
+              f"--resolve {resolve} --config {settings} --out OUT")
         sys.stdout.flush()
         await stop.wait()
         print(f"testweb: stopping after {srv.requests} requests", flush=True)
@@ -135,6 +141,7 @@ def _stats(args: argparse.Namespace) -> int:
         "fixtures": int(model.hosts.fixtures.sum()),
         "closure_from": seed,
         "closure_size": len(outcome.fetched),
+        "closure_settings": closure_settings(params),
         "closure_urls_decided": len(outcome.outcomes),
         "link_graph_s": round(graph_s, 2),
         "closure_s": round(closure_s, 2),

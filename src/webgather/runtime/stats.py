@@ -7,6 +7,8 @@ documents' Table 1 needs each node's pages per interval).
 
 from __future__ import annotations
 
+import math
+from array import array
 from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
@@ -14,11 +16,29 @@ from dataclasses import dataclass, field
 from webgather.runtime.host_tally import HostTally
 from webgather.urls import host_key
 
-__all__ = ["FETCH_SECONDS_BUCKETS", "CrawlStats"]
+__all__ = ["FETCH_SECONDS_BUCKETS", "PAGE_TIME_BUCKETS", "CrawlStats", "page_time_bucket", "page_time_upper_s"]
 
 FETCH_SECONDS_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 """Upper bounds (seconds) of the fetch latency histogram's buckets; a last one counts the rest
 (Prometheus ``le`` buckets: each counts the attempts that took at most its bound)."""
+
+PAGE_TIME_BASE_S = 0.1
+PAGE_TIME_GROWTH = 1.005
+PAGE_TIME_BUCKETS = 4096
+"""When pages were completed, from the start, in buckets 0.5 % wide (plus 0.1 s): bounded memory for a crawl of any
+length (the last bucket holds everything after ~1.3e8 s), the time to 99 % of pages within 0.5 % of the truth."""
+
+
+def page_time_bucket(offset_s: float) -> int:
+    """The bucket of a page completed ``offset_s`` seconds after the start."""
+    if offset_s <= 0:
+        return 0
+    return min(PAGE_TIME_BUCKETS - 1, int(math.log1p(offset_s / PAGE_TIME_BASE_S) / math.log(PAGE_TIME_GROWTH)))
+
+
+def page_time_upper_s(bucket: int) -> float:
+    """The upper bound (seconds from the start) of ``bucket``."""
+    return float(PAGE_TIME_BASE_S * (PAGE_TIME_GROWTH ** (bucket + 1) - 1))
 
 
 @dataclass
@@ -44,6 +64,10 @@ class CrawlStats:
     """Fetch attempts per latency bucket of :data:`FETCH_SECONDS_BUCKETS` (not cumulative; the last: slower)."""
     fetch_seconds_sum: float = 0.0
     """Seconds taken by all fetch attempts (the histogram's sum)."""
+    page_times: array[int] = field(default_factory=lambda: array("I", bytes(4 * PAGE_TIME_BUCKETS)))
+    """Pages completed per bucket of time since ``started_at`` (:func:`page_time_bucket`)."""
+    last_page_s: float | None = None
+    """Seconds from ``started_at`` to the last page completed (None: none yet)."""
 
     def record_attempt(self, elapsed_s: float) -> None:
         """A page fetch attempt (a retried one too) that took ``elapsed_s``: one bisect and two adds."""
@@ -61,7 +85,23 @@ class CrawlStats:
             self.status[status] += 1
         if error is not None:
             self.errors[error] += 1
-        self.per_interval[int((now_wall - self.started_at) // self.interval_s)] += 1
+        offset = now_wall - self.started_at
+        self.per_interval[int(offset // self.interval_s)] += 1
+        self.page_times[page_time_bucket(offset)] += 1
+        if self.last_page_s is None or offset > self.last_page_s:
+            self.last_page_s = offset
+
+    def time_to_share_s(self, share: float) -> float | None:
+        """Seconds from the start until ``share`` (0..1) of the pages were completed, rounded up to the
+        end of its 0.5 % time bucket but never past the last page (None: no page yet)."""
+        if not self.pages or self.last_page_s is None:
+            return None
+        need, seen = math.ceil(share * self.pages), 0
+        for bucket, count in enumerate(self.page_times):
+            seen += count
+            if seen >= need:
+                return min(page_time_upper_s(bucket), max(0.0, self.last_page_s))
+        return max(0.0, self.last_page_s)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -75,5 +115,11 @@ class CrawlStats:
             "status": {str(k): v for k, v in sorted(self.status.items())},
             "errors": dict(sorted(self.errors.items())),
             "interval_s": self.interval_s,
+            "pages_99_s": _rounded(self.time_to_share_s(0.99)),
+            "last_page_s": _rounded(None if self.last_page_s is None else max(0.0, self.last_page_s)),
             "pages_per_interval": [self.per_interval.get(i, 0) for i in range(max(self.per_interval, default=-1) + 1)],
         }
+
+
+def _rounded(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 3)

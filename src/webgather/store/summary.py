@@ -6,7 +6,11 @@ file, even after a kill -9 in the middle of :func:`write_summary`.
 A crawl resumed by the same command adds up (:func:`add_run`, pure): counters
 (pages, bytes, status and error counts, wall and CPU seconds) are summed over
 the runs, the state at the end (frontier, ``finished``, ``end``) is the last
-run's, and ``runs`` lists each run's own figures. A run ended by kill -9 writes
+run's, and ``runs`` lists each run's own figures. ``pages_99_s`` (seconds from
+the run's start until 99 % of its pages were fetched, within 0.5 %) and
+``last_page_s`` (to its last page) stand beside ``pages_per_s``: a crawl whose
+last few pages wait on slow or dead hosts has a wall time far past both; in
+the totals of a resumed crawl they are the last run's. A run ended by kill -9 writes
 no summary: its pages are in the crawl log and the WARC files, not in the totals.
 """
 
@@ -73,7 +77,7 @@ SUMMED = ("pages", "attempts", "retries", "robots_fetches", "bytes_received", "l
 SUMMED_S = ("wall_s", "cpu_s")
 COUNTED = ("status", "errors")
 RUN_FIGURES = ("epoch", "end", "finished", "pages", "bytes_received", "wall_s", "cpu_s", "pages_per_s",
-               "cpu_ms_per_page", "peak_rss_mib", "write_failed")
+               "pages_99_s", "last_page_s", "cpu_ms_per_page", "peak_rss_mib", "write_failed")
 """What ``runs`` keeps of each run."""
 
 

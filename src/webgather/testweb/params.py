@@ -14,7 +14,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 
-from webgather.config import CrawlConfig, FetchConfig, PolitenessConfig, RobotsConfig, ScopeConfig
+from webgather.config import CrawlConfig, FetchConfig, PolitenessConfig, RobotsConfig, ScopeConfig, to_toml
 from webgather.errors import ConfigError
 
 LOOPBACK_V4 = "127.0.0.0/8"
@@ -26,7 +26,11 @@ __all__ = [
     "ROBOTS_KINDS",
     "FaultRates",
     "WebParams",
+    "closure_settings",
+    "closure_toml",
     "crawl_config_for",
+    "load_time_scale",
+    "time_scaled",
 ]
 
 MIB = 1024 * 1024
@@ -264,3 +268,40 @@ def crawl_config_for(params: WebParams, seeds: tuple[str, ...] = (), **sections:
     )
     values.update(sections)
     return CrawlConfig(**values)  # type: ignore[arg-type]
+
+
+def time_scaled(params: WebParams, scale: float) -> WebParams:
+    """``params`` with the web's delays (``slow_s``, ``very_slow_s``) times ``scale``: the crawl's timeout of
+    :func:`crawl_config_for` (their geometric mean) scales with them, so every page keeps its side of it."""
+    if not (math.isfinite(scale) and scale >= 1.0):
+        raise ConfigError(f"testweb: the time scale must be a number >= 1, not {scale}")
+    return dataclasses.replace(params, slow_s=params.slow_s * scale, very_slow_s=params.very_slow_s * scale)
+
+
+def load_time_scale(load: float, cores: int) -> float:
+    """How much slower than on a quiet machine a page may come on one with ``load`` runnable processes
+    (1-minute load average) over ``cores``: the load per core, at least 1, rounded up to a half."""
+    per_core = load / max(1, cores)
+    return max(1.0, math.ceil(2 * per_core) / 2) if math.isfinite(per_core) else 1.0
+
+
+CLOSURE_SECTIONS = ("politeness", "fetch", "scope", "robots")
+"""The config sections :func:`crawl_config_for` sets: the closure holds for a crawl under these."""
+
+
+def closure_toml(params: WebParams) -> str:
+    """The settings under which the web's closure holds, as a ``--config`` file (``testweb serve`` writes it)."""
+    blocks = to_toml(crawl_config_for(params)).split("\n[")
+    kept = ["[" + block.rstrip("\n") + "\n" for block in blocks[1:] if block.split("]", 1)[0] in CLOSURE_SECTIONS]
+    return ("# The settings under which the synthetic web's closure holds (webgather testweb stats):\n"
+            "# webgather crawl @seeds.txt --resolve resolve.txt --config crawl.toml\n" + "\n".join(kept))
+
+
+def closure_settings(params: WebParams) -> str:
+    """The same settings in one line, for ``testweb stats``."""
+    c = crawl_config_for(params)
+    return (f"crawl from closure_from with scope domains {','.join(c.scope.domains)} (every host of the web), "
+            f"{','.join(c.fetch.allow_addresses)} allowed, timeout {c.fetch.total_timeout_s:.2f} s, "
+            f"{c.fetch.max_retries} retries, no delay of its own, Crawl-delay capped at {c.politeness.max_crawl_delay_s:g} s, "
+            f"robots.txt errors tried {c.robots.max_tries} times {c.robots.error_retry_s:g} s apart, "
+            f"max URL length {c.scope.max_url_length}: the crawl.toml testweb serve writes")
