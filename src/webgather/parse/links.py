@@ -6,6 +6,8 @@ document order, so the per-page Python work is one small loop over those
 elements. Which links count (docs/contracts.md, step 6):
 
 * ``a[href]``, ``area[href]``, ``frame[src]``, ``iframe[src]``;
+* ``meta[http-equiv=refresh]`` with a URL other than the page's own (tag ``meta``,
+  first in the list: :mod:`webgather.parse.refresh`);
 * ``link[href]`` whose ``rel`` has ``alternate``, ``next`` or ``prev`` and
   neither ``stylesheet`` nor ``icon`` (``rel=canonical`` goes to
   :attr:`ParsedPage.canonical` instead);
@@ -30,6 +32,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
 from webgather.parse import native
 from webgather.parse.charset import decode_html, sniff_encoding
+from webgather.parse.refresh import meta_refresh_hrefs, refresh_target
 from webgather.urls import canonicalize, join, resolve_link
 
 __all__ = [
@@ -71,7 +74,7 @@ class Link(NamedTuple):
     nofollow: bool
     """The element's ``rel`` has ``nofollow``."""
     tag: str
-    """``a``, ``area``, ``link``, ``frame`` or ``iframe``."""
+    """``a``, ``area``, ``link``, ``frame``, ``iframe``, ``meta`` (a meta refresh) or ``refresh`` (the header)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,7 +156,7 @@ def parse_page_tree(
     except (SelectolaxError, ValueError, MemoryError) as exc:
         return ParsedPage(url, (), None, False, False, url, charset, error=f"parse: {exc}"), None
     base = _base_url(url, scan.base_href)
-    links = _resolve_all(base, scan.raw)
+    links = _refresh_links(tree, url, base) + _resolve_all(base, scan.raw)
     truncated = scan.truncated
     canonical = resolve_link(base, scan.canonical_href) if scan.canonical_href else None
     text = _visible_text(tree, max_text_chars) if want_text else ""
@@ -174,6 +177,12 @@ def _scan(tree: LexborHTMLParser, robots_meta_names: tuple[str, ...], max_links:
         scanner.scan(tree, robots_meta_names, max_links, MAX_ANCHOR_CHARS, MAX_TITLE_CHARS))
     scan.raw = raws  # plain (href, anchor, nofollow, tag) tuples: _resolve_all unpacks or reads them alike
     return scan
+
+
+def _refresh_links(tree: LexborHTMLParser, url: str, base: str) -> tuple[Link, ...]:
+    """``<meta http-equiv=refresh>`` targets as links (tag ``meta``), first: a browser goes there."""
+    targets = (refresh_target(url, base, content) for content in meta_refresh_hrefs(tree))
+    return tuple(Link(target, "", False, "meta") for target in targets if target is not None)
 
 
 def _source(body: bytes, content_type_header: str | None) -> tuple[bytes | str, str]:

@@ -24,7 +24,8 @@ from selectolax.lexbor import LexborHTMLParser
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
-from webgather.parse.links import ParsedPage, followable, parse_page
+from webgather.parse.links import Link, ParsedPage, followable, parse_page
+from webgather.parse.refresh import refresh_target
 from webgather.parse.sitemap import SitemapDoc, parse_sitemap
 from webgather.runtime.parse_pool import ParseFailure, ParsePool
 from webgather.scope import Scope
@@ -177,11 +178,12 @@ async def extract_parsed(
         return Extracted([], None), replace(decision, error=doc.kind)
     if isinstance(doc, SitemapDoc):
         return _cash_of_sitemap(item, _sitemap_items(doc, scope), opic), decision
+    refresh = result.header("Refresh")
     if isinstance(doc, tuple):
-        out = _links_of(item, doc[0], scope, host_fp, routed, opic)
+        out = _links_of(item, doc[0], scope, host_fp, routed, opic, refresh)
         out.page, out.tree = doc
         return out, decision
-    return _links_of(item, doc, scope, host_fp, routed, opic), decision
+    return _links_of(item, doc, scope, host_fp, routed, opic, refresh), decision
 
 
 def _from_page(
@@ -189,18 +191,25 @@ def _from_page(
     want_text: bool, opic: bool = False,
 ) -> Extracted:
     page = parse_page(item.url, result.body, result.header("Content-Type"), want_text=want_text)
-    return _links_of(item, page, scope, host_fp, routed, opic)
+    return _links_of(item, page, scope, host_fp, routed, opic, result.header("Refresh"))
+
+
+def _followed(page: ParsedPage, refresh: str | None) -> list[Link]:
+    """The page's followable links, after the target of its ``Refresh`` header (tag ``refresh``) if any."""
+    links = followable(page)
+    target = None if refresh is None or page.meta_nofollow else refresh_target(page.url, page.url, refresh)
+    return links if target is None else [Link(target, "", False, "refresh"), *links]
 
 
 def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFingerprints, routed: RoutedUrls,
-              opic: bool = False) -> Extracted:
+              opic: bool = False, refresh: str | None = None) -> Extracted:
     depth = item.depth + 1
     records: list[LinkRecord] = []
     candidates: list[CrawlItem] = []
     known: dict[str, tuple[int, int]] = {}  # pages repeat links: look each URL up once
     clean = None if scope.rules.strip is None else scope.clean  # no strip rules: no call per link
     young, get = routed.young, routed.get  # most links hit the young generation: one dict lookup
-    for href, anchor, nofollow, _tag in followable(page):  # unpacked: a named tuple's fields are slower
+    for href, anchor, nofollow, _tag in _followed(page, refresh):  # unpacked: a named tuple's fields are slower
         url = href if clean is None else clean(href)
         fps = known.get(url)
         if fps is None:

@@ -288,3 +288,32 @@ def test_generated_page_link_count_matches_the_html() -> None:
     p = page(html)
     assert urls(p) == ["https://ex.com" + h for h in hrefs]
     assert [link.anchor for link in p.links] == hrefs
+
+
+def test_a_meta_refresh_is_a_link_first_and_a_refresh_to_the_page_itself_is_not() -> None:
+    p = page(
+        "<html><head><meta http-equiv='Refresh' content=\"0; URL='next.html'\">"
+        "<meta http-equiv=refresh content='5'><meta http-equiv=refresh content='1;url=page.html#top'>"
+        "<meta http-equiv=refresh content='2, url=javascript:x()'></head>"
+        "<body><a href='/a'>A</a></body></html>"
+    )
+    assert [(link.tag, link.url) for link in p.links] == [
+        ("meta", "https://ex.com/dir/next.html"), ("a", "https://ex.com/a")]
+
+
+def test_meta_refresh_resolves_against_base_and_obeys_meta_nofollow() -> None:
+    p = page("<base href='https://cdn.ex.com/x/'><meta http-equiv=refresh content='0;url=y'>"
+             "<meta name=robots content=nofollow>")
+    assert urls(p) == ["https://cdn.ex.com/x/y"]
+    assert followable(p) == []
+
+
+@pytest.mark.parametrize(("content", "url"), [
+    ("0; url=a.html", "a.html"), ("0;URL = 'b c.html'", "b c.html"), ("3,url=\"q\"", "q"),
+    ("0; x.html", "x.html"), ("1.5; url=z", "z"), ("5", None), ("", None), ("x; url=a", None),
+    ("0; url='unterminated", "unterminated"), ("0 sp.html", "sp.html"), ("5x", None), ("  0  ;  url  =  sp  ", "sp"),
+])
+def test_refresh_url_reads_the_standards_declarative_refresh(content: str, url: str | None) -> None:
+    from webgather.parse.refresh import refresh_url
+
+    assert refresh_url(content) == url

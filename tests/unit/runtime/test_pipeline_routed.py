@@ -95,3 +95,19 @@ def test_without_strip_rules_no_link_pays_a_clean_call_and_with_them_every_link_
     assert len(calls) == 2 + 3 + 2 and out.link_records is not None  # 3 links, 2 new items
     assert [r[0] for r in out.link_records] == ["http://a.test/x", "http://a.test/x", "http://b.test/y"]
     assert sorted(i.url for i in out.items) == ["http://a.test/x", "http://b.test/y"]
+
+
+def test_a_refresh_header_is_a_link_unless_it_reloads_the_page() -> None:
+    scope = Scope(ScopeConfig(mode="any"), [BASE])
+    body = b"<html><body>moved</body></html>"
+
+    def run(refresh: str) -> list[str]:
+        item = CrawlItem(BASE, fingerprint(BASE), depth=0)
+        headers = (("Content-Type", "text/html"), ("Refresh", refresh))
+        result = FetchResult(url=BASE, started_at=0.0, elapsed_s=0.01, status=200,
+                             response_headers=headers, raw_body=body, body=body)
+        out = extract(item, result, Decision(parse="page"), scope, HostFingerprints(), RoutedUrls(), want_text=False)
+        return [i.url for i in out.items]
+
+    assert run("0; url=/elsewhere") == ["http://a.test/elsewhere"]
+    assert run("10") == [] and run("0; url=/") == []
