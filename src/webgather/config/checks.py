@@ -56,6 +56,8 @@ def _fetch_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
         (config.fetch.max_body_bytes > 0, "fetch.max_body_bytes must be > 0"),
         (config.fetch.max_redirects >= 0, "fetch.max_redirects must be >= 0"),
         (config.fetch.max_idle_connections >= 0, "fetch.max_idle_connections must be >= 0"),
+        (config.fetch.max_cookies_per_host >= 1, "fetch.max_cookies_per_host must be >= 1"),
+        (config.fetch.max_cookie_bytes_per_host >= 1, "fetch.max_cookie_bytes_per_host must be >= 1"),
         (config.fetch.connect_timeout_s > 0 and config.fetch.total_timeout_s > 0, "timeouts must be > 0"),
         (_networks_ok(config.fetch.allow_addresses), "fetch.allow_addresses: each must be an address or CIDR network"),
         (_is_ip(config.fetch.source_address), "fetch.source_address must be an IP address literal"),

@@ -104,6 +104,13 @@ class FetchConfig:
     resolved here and judged by deny_private_addresses; the proxy's own address is exempt from it (the
     operator named it, a page cannot). Give credentials in WEBGATHER_FETCH__PROXY or a config file, not
     --proxy: every local user can read a process's argv."""
+    cookies: bool = True
+    """Keep the cookies sites set and send them back (RFC 6265: domain, path, expiry, Secure; no cookie for a
+    public suffix), one jar per crawl; the Cookie header sent is in the WARC request record."""
+    max_cookies_per_host: int = 50
+    """Cookies kept per registrable domain (example.com with its subdomains); the least recently set go first."""
+    max_cookie_bytes_per_host: int = 16384
+    """Bytes of cookie names and values kept per registrable domain; one cookie over 4096 bytes is refused."""
     proxy_rules: tuple[ProxyRule, ...] = ()
     """Per-host proxies, first matching pattern wins, before ``proxy``: in TOML
     ``[{pattern = "*.example.com", proxy = "http://127.0.0.1:3128"}, {pattern = "intranet.test", proxy = "direct"}]``;

@@ -18,6 +18,7 @@ from typing import Protocol
 
 from webgather.config import CrawlConfig
 from webgather.errors import WriteFailed
+from webgather.fetch.cookies import CookieHttp, CrawlCookies
 from webgather.fetch.http import HttpClient
 from webgather.fetch.model import FetchResult
 from webgather.fetch.resolver import Resolver
@@ -169,7 +170,7 @@ async def open_parts(
             async with HttpClient(config.fetch, resolver, clock) as http, \
                     RenderStage.open(config.render, scope, robots, clock, cpus) as render:
                 yield NodeParts(
-                    config, node_id, out_dir, clock, resolver, http, frontier,
+                    config, node_id, out_dir, clock, resolver, _with_cookies(config, http), frontier,
                     WriterPort(writer), robots, scope, stats, parser, page_hooks, render,
                 )
         except WriteFailed:
@@ -177,6 +178,14 @@ async def open_parts(
             raise
         finally:
             await _close(parser, writer, frontier, page_hooks, after_failure=failed)
+
+
+def _with_cookies(config: CrawlConfig, http: HttpClient) -> HttpPort:
+    """The node's client, with the crawl's cookie jar unless ``[fetch] cookies = false``."""
+    fetch = config.fetch
+    if not fetch.cookies:
+        return http
+    return CookieHttp(http, CrawlCookies(fetch.max_cookies_per_host, fetch.max_cookie_bytes_per_host))
 
 
 async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, page_hooks: PageHooks | None, *,
