@@ -66,6 +66,7 @@ class ArchiveSite:
         return f"http://{host}:{self.port}{path}"
 
     def config(self, tmp: Path, **fetch: object) -> CrawlConfig:
+        tmp.mkdir(parents=True, exist_ok=True)
         resolve = tmp / "resolve.txt"
         resolve.write_text(f"{SITE} 127.0.0.1\n{CDN} 127.0.0.1\n", encoding="ascii")
         return CrawlConfig(
@@ -84,7 +85,7 @@ class ArchiveSite:
         if host == CDN:
             return web.Response(body=b"/* cdn */", content_type="text/javascript" if path.endswith(".js") else "font/woff2")
         if path == "/":
-            response = web.Response(text=HOME, content_type="text/html")
+            response = web.Response(text=HOME.replace("{port}", str(self.port)), content_type="text/html")
             response.headers.add("Set-Cookie", "session=s3ss10n; Path=/; HttpOnly")
             response.headers.add("Set-Cookie", "tracker=x; Domain=test; Path=/")  # a public suffix: refused
             return response

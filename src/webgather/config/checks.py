@@ -33,6 +33,7 @@ def _crawl_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
         (config.max_pages is None or config.max_pages >= 1, "max_pages must be >= 1"),
         (config.pin_cpu in ("auto", "off") or config.pin_cpu.isdigit(), 'pin_cpu must be "auto", "off" or a CPU index'),
         (config.scope.max_depth is None or config.scope.max_depth >= 0, "scope.max_depth must be >= 0"),
+        (1 <= config.scope.requisite_hops <= 5, "scope.requisite_hops must be 1 to 5"),
         (config.scope.mode != "domains" or bool(config.scope.domains), 'scope.mode "domains" needs scope.domains'),
         (config.robots.ttl_s > 0 and config.robots.error_retry_s >= 0, "robots.ttl_s must be > 0, error_retry_s >= 0"),
         (config.robots.retry_factor >= 1, "robots.retry_factor must be >= 1"),

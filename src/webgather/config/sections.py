@@ -146,6 +146,14 @@ class ScopeConfig:
     strip_query_params: tuple[str, ...] = ()
     """Query argument names (globs like "utm_*", case-insensitive) removed from every URL before it is fingerprinted,
     so "?sid=1" and "?sid=2" are one URL."""
+    requisites: bool = True
+    """Fetch what a page needs to be shown (images, stylesheets and what they load, scripts, fonts, icons) as
+    requisites: not pages (no links followed, not in the link graph), counted apart. --no-requisites: pages only."""
+    requisite_hops: int = 3
+    """Requisite hops after a page (Heritrix's E): 3 reaches page -> stylesheet -> @import -> its image. At most 5."""
+    requisites_any_host: bool = True
+    """Requisites of an in-scope page are fetched from any host (a CDN), past the host mode; false: the host mode
+    applies to them too. Depth does not apply; length, exclude rules and the trap guard do."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 from webgather.parse import native
 from webgather.parse.charset import decode_html, sniff_encoding
 from webgather.parse.refresh import meta_refresh_hrefs, refresh_target
+from webgather.parse.requisites import Requisite, page_requisites
 from webgather.urls import canonicalize, join, resolve_link
 
 __all__ = [
@@ -100,6 +101,9 @@ class ParsedPage:
     """More than ``max_links`` link elements: the rest were not read."""
     error: str | None = None
     """Set (and the page empty) only if the HTML parser itself failed."""
+    requisites: tuple[Requisite, ...] = ()
+    """(URL, where found) of what the page needs to be shown (:mod:`webgather.parse.requisites`);
+    empty unless asked for (``want_requisites``)."""
 
 
 class _Raw(NamedTuple):
@@ -125,15 +129,18 @@ def parse_page(
     max_links: int = MAX_LINKS,
     max_text_chars: int = MAX_TEXT_CHARS,
     robots_meta_names: tuple[str, ...] = _ROBOTS_NAMES,
+    want_requisites: bool = False,
 ) -> ParsedPage:
     """Parse an HTML body fetched from ``url``. Never raises on any ``body``.
 
     ``want_text=False`` skips the visible-text pass (about a third of the time).
     ``robots_meta_names`` are the lower-case ``<meta name>`` values obeyed as
-    robots directives (add the crawler's product token to honour its own).
+    robots directives (add the crawler's product token to honour its own). ``want_requisites``:
+    fill :attr:`ParsedPage.requisites`.
     """
     return parse_page_tree(url, body, content_type_header, want_text=want_text, max_links=max_links,
-                           max_text_chars=max_text_chars, robots_meta_names=robots_meta_names)[0]
+                           max_text_chars=max_text_chars, robots_meta_names=robots_meta_names,
+                           want_requisites=want_requisites)[0]
 
 
 def parse_page_tree(
@@ -145,6 +152,7 @@ def parse_page_tree(
     max_links: int = MAX_LINKS,
     max_text_chars: int = MAX_TEXT_CHARS,
     robots_meta_names: tuple[str, ...] = _ROBOTS_NAMES,
+    want_requisites: bool = False,
 ) -> tuple[ParsedPage, LexborHTMLParser | None]:
     """:func:`parse_page`, and the lexbor tree it built (None if the parser failed), for a
     caller that reads more of the page (a crawl's ``on_page`` hook) without a second parse.
@@ -159,10 +167,11 @@ def parse_page_tree(
     links = _refresh_links(tree, url, base) + _resolve_all(base, scan.raw)
     truncated = scan.truncated
     canonical = resolve_link(base, scan.canonical_href) if scan.canonical_href else None
+    requisites = page_requisites(tree, base) if want_requisites else ()  # before the text pass strips <style>
     text = _visible_text(tree, max_text_chars) if want_text else ""
     return ParsedPage(
         url, links, canonical, scan.nofollow, scan.noindex, base, charset,
-        scan.title or "", text, truncated,
+        scan.title or "", text, truncated, requisites=requisites,
     ), tree  # fmt: skip
 
 

@@ -317,3 +317,35 @@ def test_refresh_url_reads_the_standards_declarative_refresh(content: str, url: 
     from webgather.parse.refresh import refresh_url
 
     assert refresh_url(content) == url
+
+
+def test_requisites_only_when_asked_and_never_as_links() -> None:
+    html = ("<html><head><link rel='stylesheet preload' href='s.css'><link rel='shortcut icon' href='/f.ico'>"
+            "<link rel=modulepreload href=m.js><link rel=manifest href=/app.webmanifest><link rel=next href=p2>"
+            "<script src='//cdn.ex.com/a.js'></script><style>@import 'i.css'; b{background:url(data:,x)}</style></head>"
+            "<body style='background:url(\"/bg.png\")'><picture><source srcset='w.webp 1x, w2.webp 2x'>"
+            "<img src='i.png' srcset='i2.png 2x'></picture><video poster=p.jpg src=v.mp4><source src=v.webm></video>"
+            "<audio src=a.mp3></audio><input type=IMAGE src=go.png><input type=text src=no.png>"
+            "<object data=o.swf></object><embed src=e.swf><img src='i.png'></body></html>")
+    assert page(html).requisites == ()
+    got = page(html, want_requisites=True)
+    assert [url.rsplit("/", 1)[-1] for url, _ in got.requisites] == [
+        "s.css", "f.ico", "m.js", "app.webmanifest", "a.js", "i.css", "bg.png", "w.webp", "w2.webp", "i.png",
+        "i2.png", "p.jpg", "v.mp4", "v.webm", "a.mp3", "go.png", "o.swf", "e.swf"]
+    assert dict(got.requisites)["https://cdn.ex.com/a.js"] == "script"
+    assert urls(got) == ["https://ex.com/dir/p2"]  # the link graph stays pages
+
+
+def test_stylesheet_requisites_read_imports_fonts_and_urls_not_comments_or_strings() -> None:
+    from webgather.parse.requisites import css_urls, srcset_urls, stylesheet_requisites
+
+    css = ('@charset "utf-8"; @import url("a.css") screen; @import \'b.css\';\n'
+           '@font-face { font-family: X; src: url(f.woff2) format("woff2"), url( "g.woff" ) }\n'
+           '/* url(comment.png) */ h1 { background: url(../h.png); content: "url(string.png)" }\n'
+           '@media print { p { background-image: url(\'print.png\') } }')
+    assert css_urls(css) == ["a.css", "b.css", "f.woff2", "g.woff", "../h.png", "print.png"]
+    got = stylesheet_requisites("http://ex.com/css/x.css", css.encode())
+    assert [u for u, _ in got] == ["http://ex.com/css/a.css", "http://ex.com/css/b.css", "http://ex.com/css/f.woff2",
+                                   "http://ex.com/css/g.woff", "http://ex.com/h.png", "http://ex.com/css/print.png"]
+    assert srcset_urls(" a.png 1x,b,c.png 2x ,, d.png, e.png 100w") == ["a.png", "b,c.png", "d.png", "e.png"]
+    assert css_urls("(" * 50_000) == [] and css_urls("url(") == []
