@@ -29,7 +29,7 @@ from tinycss2 import ast
 from webgather.parse.charset import label_to_codec
 from webgather.urls import resolve_link
 
-__all__ = ["MAX_REQUISITES", "Requisite", "css_urls", "decode_css", "page_requisites", "srcset_urls",
+__all__ = ["MAX_REQUISITES", "Requisite", "css_urls", "css_urls_whole", "decode_css", "page_requisites", "srcset_urls",
            "stylesheet_requisites"]
 
 MAX_REQUISITES = 2_000
@@ -44,6 +44,18 @@ _SRC = {"img": ("src",), "source": ("src",), "script": ("src",), "video": ("post
 _BOMS = ((b"\xef\xbb\xbf", "utf-8"), (b"\xff\xfe", "utf-16-le"), (b"\xfe\xff", "utf-16-be"))
 _HEADER_CHARSET = re.compile(r"charset\s*=\s*[\"']?([^\s;\"']+)", re.IGNORECASE)
 _AT_CHARSET = re.compile(rb'@charset "([\x21\x23-\x7e]{1,40})";')
+
+_LANDMARKS = re.compile(
+    r"""\\.|/\*.*?(?:\*/|\Z)|"(?:[^"\\\n]|\\.)*"?|'(?:[^'\\\n]|\\.)*'?|(?P<url>(?<![\w\\-])url\()|(?P<imp>@import\b)""",
+    re.IGNORECASE | re.DOTALL)
+"""Escapes, comments and strings (stepped over, so a ``url(`` inside one is not one), and the two landmarks."""
+_STRING_END = {'"': re.compile(r'(?:[^"\\\n]|\\.)*(?:"|\n|\Z)', re.DOTALL),
+               "'": re.compile(r"(?:[^'\\\n]|\\.)*(?:'|\n|\Z)", re.DOTALL)}
+_PLAIN_URL = re.compile(r"""url\([ \t\n]*(?:([^ \t\n"'()\\\x00-\x08\x0b\x0e-\x1f\x7f]+)|"([^"\\\n]*)"|'([^'\\\n]*)')[ \t\n]*\)""",
+                        re.IGNORECASE)
+"""``url(x)``, ``url("x")`` or ``url('x')`` with nothing to unescape: what tinycss2 would read, read directly."""
+_MAX_WINDOW = 8192
+"""Characters read from a landmark to its end (a longer ``url(`` is not a URL a crawl wants)."""
 
 Requisite = tuple[str, str]
 """(canonical URL, where it was found: the element's tag, or ``css``)."""
@@ -139,11 +151,60 @@ def srcset_urls(srcset: str) -> list[str]:
 
 
 def css_urls(text: str) -> list[str]:
-    """The URLs a piece of CSS (a stylesheet, a ``<style>``, a ``style`` attribute) loads, in order."""
+    """The URLs a piece of CSS (a stylesheet, a ``<style>``, a ``style`` attribute) loads, in order.
+
+    One regular expression (C speed) steps over comments and strings and stops at each ``url(`` and
+    ``@import``; tinycss2 reads the token there. The same URLs as tinycss2 reading the whole text
+    (:func:`css_urls_whole`, tests compare them on valid CSS; on garbage, escapes next to a landmark
+    can differ), at a fraction of its time: tinycss2's pure-Python
+    tokenizer takes ~40-80 ms for a 20 KB stylesheet, which would stall the crawl's event loop."""
+    urls = []
+    end = 0
+    for found in _LANDMARKS.finditer(text):
+        start = found.start()
+        if found.lastgroup is None or start < end:  # a comment or a string, or inside the last window
+            continue
+        plain = _PLAIN_URL.match(text, start) if found.lastgroup == "url" else None
+        if plain is not None:  # no escape, quote or space inside: the token's value is the text itself
+            end = plain.end()
+            urls.append(plain[1] if plain[1] is not None else plain[2] if plain[2] is not None else plain[3])
+            continue
+        end = _window_end(text, start, found.lastgroup == "imp")
+        urls.extend(_tokens_urls(text[start:end]))
+        if len(urls) >= MAX_REQUISITES:
+            break
+    return [url for url in urls if url.strip()]
+
+
+def css_urls_whole(text: str) -> list[str]:
+    """:func:`css_urls` by tinycss2 reading all of ``text`` (the reference; slow on a large stylesheet)."""
+    return _tokens_urls(text)
+
+
+def _tokens_urls(text: str) -> list[str]:
     try:
         return [url for url in _walk(tinycss2.parse_component_value_list(text, skip_comments=True)) if url.strip()]
     except (ValueError, TypeError, RecursionError):  # tinycss2 reads any text; a pathologically deep nest aside
         return []
+
+
+def _window_end(text: str, start: int, import_rule: bool) -> int:
+    """Where the ``url(...)`` or ``@import ...;`` at ``start`` ends (strings and escapes stepped over)."""
+    stop = ";" if import_rule else ")"
+    i, n = start, min(len(text), start + _MAX_WINDOW)
+    while i < n:
+        char = text[i]
+        if char == "\\":
+            i += 2
+            continue
+        if char in "\"'":
+            close = _STRING_END[char].search(text, i + 1, n)
+            i = n if close is None else close.end()
+            continue
+        if char == stop or (import_rule and char in "{}"):
+            return i + 1
+        i += 1
+    return n
 
 
 def _walk(tokens: Iterable[ast.Node]) -> Iterator[str]:

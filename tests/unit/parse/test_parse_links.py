@@ -349,3 +349,33 @@ def test_stylesheet_requisites_read_imports_fonts_and_urls_not_comments_or_strin
                                    "http://ex.com/css/g.woff", "http://ex.com/h.png", "http://ex.com/css/print.png"]
     assert srcset_urls(" a.png 1x,b,c.png 2x ,, d.png, e.png 100w") == ["a.png", "b,c.png", "d.png", "e.png"]
     assert css_urls("(" * 50_000) == [] and css_urls("url(") == []
+
+
+VALID_CSS = [
+    '@charset "utf-8"; @import url("a.css") screen; @import \'b.css\';\n@font-face { font-family: X; src: '
+    'url(f.woff2) format("woff2"), url( "g.woff" ) }\n/* url(comment.png) */ h1 { background: url(../h.png); '
+    'content: "url(string.png)" }\n@media print { p { background-image: url(\'print.png\') } }',
+    'a{b:url(x\\)y.png)} c{d:URL("q\\"r.png")} @IMPORT "z.css"; e{f:url()} g{h:url(  )}',
+    "@import url(a) url(b);", "x{y:image-set(url(a.png) 1x, 'b.png' 2x)}", "a{b:xurl(c) -url(d) url(e)}",
+    '"unterminated url(a)\n b{c:url(d)}', "/* open comment url(x)", "@supports (display:grid) { a { b: url(s.png) } }",
+    ".a::after{content:'\\'url(no)'; background:url(yes.png)}",
+]
+
+
+@pytest.mark.parametrize("css", VALID_CSS)
+def test_the_fast_css_scan_finds_what_tinycss2_reading_everything_finds(css: str) -> None:
+    from webgather.parse.requisites import css_urls, css_urls_whole
+
+    assert css_urls(css) == css_urls_whole(css)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["url(", "@import", '"', "'", "/*", "*/", ")", "(", ";", "{", "\\", "\n",
+                                  " ", "a.png", "x", "URL("]), max_size=40))
+def test_the_css_scan_never_raises_and_finds_urls_only_at_landmarks(pieces: list[str]) -> None:
+    from webgather.parse.requisites import css_urls
+
+    css = "".join(pieces)
+    found = css_urls(css)
+    assert all(isinstance(url, str) and url.strip() for url in found)
+    assert len(found) <= css.lower().count("url(") + css.lower().count("@import")
