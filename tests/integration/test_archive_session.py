@@ -88,3 +88,14 @@ async def test_no_requisites_fetches_pages_only_and_fewer_hops_stop_early(tmp_pa
     two = {e["url"] for e in final_entries_all(tmp_path / "two" / "out") if e["kind"].startswith("requisite")}
     assert site.url("/css/more.css") in two and site.url("/img/p.png") not in two
     assert ("cdn.test", "/lib.js", None) in seen
+
+
+def test_the_crawl_report_shows_requisites_apart(capsys: Any) -> None:
+    from webgather.commands.report import print_summary
+
+    figures = {"pages": 5, "wall_s": 1.0, "pages_per_s": 5.0, "cpu_ms_per_page": 1.0, "peak_rss_mib": 50.0,
+               "robots_fetches": 2, "retries": 0, "links_found": 9, "urls_new": 18, "finished": True}
+    print_summary({**figures, "requisites": 13})
+    assert "requisites 13 (not counted as pages)" in capsys.readouterr().out
+    print_summary(figures)
+    assert "requisites" not in capsys.readouterr().out

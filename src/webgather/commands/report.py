@@ -25,6 +25,7 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"pages {summary['pages']}  in {summary['wall_s']} s  ({summary['pages_per_s']} pages/s, "
         f"{summary['cpu_ms_per_page']} ms CPU/page, peak RSS {summary['peak_rss_mib']} MiB)\n"
         f"status  {status}\nerrors  {errors}\n"
+        f"{_requisites_line(summary)}"
         f"robots.txt fetches {summary['robots_fetches']}, retries {summary['retries']}, "
         f"links found {summary['links_found']}, new URLs {summary['urls_new']}\n"
         f"finished: {summary['finished']}   (summary.json and WARC files in the output directory)"
@@ -35,6 +36,11 @@ def print_summary(summary: dict[str, Any]) -> None:
         print(f"totals over {len(runs)} runs; this run: {last.get('pages', 0)} pages in {last.get('wall_s', 0)} s")
     if summary.get("print_json"):
         print(json.dumps(summary, indent=2))
+
+
+def _requisites_line(summary: dict[str, Any]) -> str:
+    """Page requisites fetched (images, stylesheets...), apart from the pages; nothing when there were none."""
+    return f"requisites {summary['requisites']} (not counted as pages)\n" if summary.get("requisites") else ""
 
 
 def print_cycle(summary: dict[str, Any]) -> None:
