@@ -17,6 +17,7 @@ from webgather.cli import main
 from webgather.runtime.crawl import run_crawl
 
 from archive_site import PAGES, REQUISITES, ArchiveSite
+from replay_helpers import fetch, find_wayback, pid_alive, start_replay, stop_replay
 
 WACZ = shutil.which("wacz", path=str(Path(sys.executable).parent)) or shutil.which("wacz")
 
@@ -71,3 +72,38 @@ def test_export_of_a_directory_that_is_not_a_crawl_is_one_line(tmp_path: Path, c
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "holds no WARC index" in err
     assert not (tmp_path / "x.wacz").exists()
+
+
+WAYBACK = find_wayback()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(WAYBACK is None, reason="pywb not installed: ./scripts/setup makes .venv-replay")
+def test_replay_serves_the_wacz_through_pywb_gated_pages_and_requisites_too(crawled: tuple[Path, int],
+                                                                            tmp_path: Path) -> None:
+    assert WAYBACK is not None
+    out, port = crawled
+    target = tmp_path / "site.wacz"
+    assert main(["export", str(out), "--wacz", str(target)]) == 0
+    replay = start_replay(target, WAYBACK)
+    children: list[int] = []
+    try:
+        base = replay.read_until("open ", 90.0).split()[1].rstrip("/")
+        children = replay.children()
+        for path, needle in (("/gated/one.html", b"Gated 1"), ("/css/main.css", b"@font-face"),
+                             ("/img/logo-2x.png", b"PNG"), ("/new.html", b"new")):
+            status, body, _complete = fetch(f"{base}/2id_/http://site.test:{port}{path}")
+            assert status == 200 and needle in body, (path, status, body[:200])
+        status, body, _ = fetch(f"{base}/2id_/http://cdn.test:{port}/lib.js")
+        assert status == 200 and b"cdn" in body
+    finally:
+        stop_replay(replay, children)
+    assert not any(pid_alive(pid) for pid in children), "pywb outlived the replay command"
+
+
+def test_replay_of_a_file_that_is_not_a_wacz_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bogus = tmp_path / "x.wacz"
+    bogus.write_bytes(b"not a zip")
+    assert main(["replay", str(bogus), "--pywb", WAYBACK or sys.executable]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and ("not a WACZ" if WAYBACK else "pywb") in err

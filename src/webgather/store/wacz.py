@@ -24,6 +24,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,10 +36,11 @@ from warcio.exceptions import ArchiveLoadFailed
 
 from webgather.errors import StoreError, WriteFailed
 from webgather.parse.links import parse_page
+from webgather.store.cdxj import INDEX_NAME
 from webgather.store.crawllog import read_crawl_log
 from webgather.store.pywbcoll import crawl_indexes, relocate_line, repoint_not_modified
 
-__all__ = ["WACZ_VERSION", "WaczSummary", "page_entries", "write_wacz"]
+__all__ = ["WACZ_VERSION", "WaczSummary", "page_entries", "unpack_wacz", "write_wacz"]
 
 WACZ_VERSION = "1.1.1"
 _CHUNK = 1 << 20
@@ -87,6 +89,35 @@ def write_wacz(crawl_dir: Path, out: Path, *, software: str, title: str | None =
         temp.unlink(missing_ok=True)
         raise WriteFailed(f"cannot write {out}: {exc.strerror or exc}") from None
     return WaczSummary(out, len(warcs), len(index_lines), len(pages), out.stat().st_size)
+
+
+def unpack_wacz(wacz: Path, into: Path) -> Path:
+    """A crawl directory (``into/warc``: the WACZ's WARC files and its index as ``index.cdxj``) made from
+    ``wacz``, for ``webgather replay``. Only ``archive/NAME.warc[.gz]`` and the ``indexes/`` CDX(J) file
+    are taken (by their base names: nothing is written outside ``into``). :class:`StoreError` (one line)
+    for a file that is not a ZIP or holds no WARC or index."""
+    warc_dir = into / "warc"
+    try:
+        warc_dir.mkdir(parents=True, exist_ok=True)
+        with zipfile.ZipFile(wacz) as package:
+            names = package.namelist()
+            warcs = [n for n in names if n.startswith("archive/") and n.endswith((".warc", ".warc.gz"))]
+            indexes = [n for n in names if n in ("indexes/index.cdx", "indexes/index.cdxj")]
+            if not warcs or not indexes:
+                raise StoreError(f"{wacz} holds no archive/*.warc.gz or no indexes/index.cdx (a WACZ webgather reads)")
+            for name in warcs:
+                _extract(package, name, warc_dir / Path(name).name)
+            _extract(package, indexes[0], warc_dir / INDEX_NAME)
+    except (zipfile.BadZipFile, zipfile.LargeZipFile) as exc:
+        raise StoreError(f"{wacz} is not a WACZ (ZIP) file: {exc}") from None
+    except OSError as exc:
+        raise StoreError(f"cannot unpack {wacz}: {exc.strerror or exc}") from None
+    return into
+
+
+def _extract(package: zipfile.ZipFile, name: str, target: Path) -> None:
+    with package.open(name) as source, target.open("wb") as sink:
+        shutil.copyfileobj(source, sink, _CHUNK)
 
 
 def _archive(crawl_dir: Path) -> tuple[dict[str, Path], list[str]]:
