@@ -4,6 +4,8 @@ a second host (a CDN). Hosts ``site.test`` and ``cdn.test`` resolve to the serve
 
 from __future__ import annotations
 
+import struct
+import zlib
 from pathlib import Path
 from types import TracebackType
 
@@ -27,8 +29,19 @@ NEW = "<html><head><title>New</title></head><body>new</body></html>"
 MAIN_CSS = """@import url("/css/more.css");
 @font-face { font-family: F; src: url(http://cdn.test:{port}/f.woff2) format("woff2"); }
 h1 { background: url(../img/h1.png) }"""
-MORE_CSS = "p { background: url('/img/p.png') }"
-PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 32
+MORE_CSS = "p { background: url('/img/p.png') } body { background-color: #c33; color: #fff; font-size: 40px }"
+
+
+def solid_png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
+    """A valid PNG of one colour (what a browser draws: the fidelity test sees it)."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    rows = b"".join(b"\0" + bytes(rgb) * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+PNG = solid_png(200, 120, (20, 60, 200))
 
 REQUISITES = [
     (SITE, "/css/main.css"), (SITE, "/css/more.css"), (SITE, "/favicon.ico"), (CDN, "/lib.js"), (CDN, "/f.woff2"),
