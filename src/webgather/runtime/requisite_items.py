@@ -5,8 +5,8 @@ followed, it is not in the link graph, and the summary counts it apart. Its kind
 many requisite hops it is after the last page (:func:`webgather.frontier.model.requisite_kind`,
 Heritrix's "E" hops): a stylesheet of a page is "requisite", an image that stylesheet
 loads "requisite2", bounded by ``[scope] requisite_hops``. A requisite keeps its page's
-depth and priority, so it is fetched about when its page's siblings are, before the
-page's own links. Scope: :meth:`webgather.scope.Scope.reject_requisite` (another host is
+depth and breadth-first priority, so it is fetched about when its page's siblings are, before
+the page's own links; under OPIC (a negative priority is cash) it carries none (priority 0). Scope: :meth:`webgather.scope.Scope.reject_requisite` (another host is
 in by default; depth does not apply). Only a stylesheet (``text/css``, 2xx) is read for
 requisites of its own, inline: tinycss2 reads ~2 MB/s, a stylesheet past
 :data:`MAX_STYLESHEET_BYTES` is read up to that size.
@@ -54,6 +54,8 @@ def requisite_items(item: CrawlItem, found: Iterable[Requisite], scope: Scope, r
     if not wants_requisites(item, scope):
         return []
     kind = requisite_kind(requisite_hops(item.kind) + 1)
+    priority = max(item.priority, 0.0)  # OPIC's cash is the page's links', not its images'
+
     clean = scope.clean
     items = []
     for href, _where in found:
@@ -64,7 +66,7 @@ def requisite_items(item: CrawlItem, found: Iterable[Requisite], scope: Scope, r
             continue
         fps = (fingerprint(url), fingerprint(host_key(url)))
         routed.remember(url, fps)
-        items.append(CrawlItem(url, fps[0], item.depth, 0, 0, item.priority, kind))
+        items.append(CrawlItem(url, fps[0], item.depth, 0, 0, priority, kind))
     return items
 
 

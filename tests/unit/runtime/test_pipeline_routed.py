@@ -144,3 +144,14 @@ def test_requisites_are_their_own_items_past_the_host_mode_and_keep_their_kind_t
     second = replace(last, kind="requisite2")
     assert [(i.url, i.kind) for i in extract(second, sheet, Decision(), Scope(ScopeConfig(), [BASE]), HostFingerprints(),
                                              RoutedUrls()).items] == [("http://a.test/c.png", "requisite3")]
+
+
+def test_under_opic_requisites_carry_no_cash() -> None:
+    body = b"<html><body><img src='/i.png'><a href='/x'>x</a></body></html>"
+    item = CrawlItem(BASE, fingerprint(BASE), depth=0, priority=-1.0)
+    result = FetchResult(url=BASE, started_at=0.0, elapsed_s=0.01, status=200,
+                         response_headers=(("Content-Type", "text/html"),), raw_body=body, body=body)
+    out = extract(item, result, Decision(parse="page"), Scope(ScopeConfig(), [BASE]), HostFingerprints(), RoutedUrls(),
+                  want_text=False, opic=True)
+    cash = {i.url: i.priority for i in out.items}
+    assert cash == {"http://a.test/x": -1.0, "http://a.test/i.png": 0.0}
