@@ -99,3 +99,14 @@ def test_the_crawl_report_shows_requisites_apart(capsys: Any) -> None:
     assert "requisites 13 (not counted as pages)" in capsys.readouterr().out
     print_summary(figures)
     assert "requisites" not in capsys.readouterr().out
+
+
+async def test_a_resumed_crawl_keeps_its_session(tmp_path: Path) -> None:
+    async with ArchiveSite() as site:
+        config = site.config(tmp_path)
+        home_only = dataclasses.replace(config, scope=dataclasses.replace(config.scope, max_depth=0, requisites=False))
+        await run_crawl(home_only, [site.url("/")])
+        assert (tmp_path / "out" / "state" / "cookies.json").is_file()
+        await run_crawl(home_only, [site.url("/gated/two.html")])  # a second run: the cookie came from the first
+    status = {e["url"]: e["status"] for e in final_entries(tmp_path / "out") if e["kind"] == "page"}
+    assert status == {site.url("/"): 200, site.url("/gated/two.html"): 200}

@@ -56,7 +56,8 @@ class _Stop(Exception):
 def register(sub: Any) -> None:
     parser = sub.add_parser("replay", help="serve a crawl's WARCs through pywb (installed apart: see --pywb)")
     add = parser.add_argument
-    add("dir", metavar="DIR", help="crawl directory (--out of a crawl; a cluster's DIR holds nodes/*), or a .wacz file")
+    add("dir", metavar="DIR",
+        help="crawl directory (--out of a crawl; a cluster's DIR holds nodes/*), or a .wacz file")
     add("--port", type=_port, default=8080, help="port to serve on (default 8080; 0: a free one)")
     add("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; beyond loopback, anyone who reaches it browses the archive)")
     add("--pywb", metavar="PATH", default=None,

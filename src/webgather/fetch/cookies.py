@@ -25,22 +25,29 @@ values, the least recently set evicted first; a cookie over 4096 bytes is refuse
 
 :class:`CookieHttp` wraps the node's HTTP client: it adds the ``Cookie`` header (so
 the WARC request record holds it as sent) and stores the response's ``Set-Cookie``.
-A ``Cookie`` header the crawl's own hooks set wins over the jar's.
+A ``Cookie`` header the crawl's own hooks set wins over the jar's. The node keeps its jar in
+``state/cookies.json`` between runs (:meth:`CrawlCookies.save`, ``runtime.parts``): a resumed crawl
+keeps its sessions. In a cluster each node keeps its own: a host's cookies do not move with its
+bucket.
 """
 
 from __future__ import annotations
 
 import functools
 import ipaddress
+import json
 import logging
+import os
 import urllib.request
 from collections import OrderedDict
 from collections.abc import Mapping
 from http.cookiejar import Cookie, CookieJar, DefaultCookiePolicy
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
 from publicsuffixlist import PublicSuffixList
 
+from webgather.errors import WriteFailed
 from webgather.fetch.model import FetchResult, Headers
 from webgather.urls import hostname
 
@@ -173,6 +180,46 @@ class CrawlCookies:
     def sites(self) -> list[str]:
         """The registrable domains holding cookies."""
         return sorted(self._shards)
+
+    def save(self, path: Path) -> None:
+        """Write every cookie (session ones too: a resumed crawl is the same session) to ``path``, atomically."""
+        cookies = [cookie for shard in self._shards.values() for cookie in shard.jar]
+        rows = [[_fields_of(cookie)[name] for name in _FIELDS] for cookie in cookies]
+        temp = path.with_name(path.name + ".tmp")
+        try:
+            temp.write_text(json.dumps({"cookies": rows}), encoding="utf-8")
+            os.replace(temp, path)
+        except OSError as exc:
+            raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from None
+
+    def load(self, path: Path) -> int:
+        """Add the cookies :meth:`save` wrote to ``path`` (none if it is absent); how many. A file that is
+        not one is logged and left out: a crawl goes on without its cookies rather than not at all."""
+        try:
+            rows = json.loads(path.read_text(encoding="utf-8"))["cookies"]
+            cookies = [Cookie(**dict(zip(_FIELDS, row, strict=True))) for row in rows]
+        except FileNotFoundError:
+            return 0
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("cookies in %s not read (%s): the crawl goes on without them", path, exc)
+            return 0
+        for cookie in cookies:
+            site = site_of(cookie.domain.lstrip("."))
+            shard = self._shards.get(site) or self._shards.setdefault(site, _Shard(self._policy))
+            shard.jar.set_cookie(cookie)
+            shard.order[(cookie.domain, cookie.path, cookie.name)] = len(cookie.name) + len(cookie.value or "")
+        return len(cookies)
+
+
+_FIELDS = ("version", "name", "value", "port", "port_specified", "domain", "domain_specified", "domain_initial_dot",
+           "path", "path_specified", "secure", "expires", "discard", "comment", "comment_url", "rest")
+""":class:`http.cookiejar.Cookie`'s constructor arguments (``rest`` is its ``_rest``)."""
+
+
+def _fields_of(cookie: Cookie) -> dict[str, Any]:
+    values = {name: getattr(cookie, name) for name in _FIELDS if name != "rest"}
+    values["rest"] = dict(cookie._rest)  # type: ignore[attr-defined]
+    return values
 
 
 def _hostname(url: str) -> str:

@@ -51,8 +51,9 @@ _LANDMARKS = re.compile(
 """Escapes, comments and strings (stepped over, so a ``url(`` inside one is not one), and the two landmarks."""
 _STRING_END = {'"': re.compile(r'(?:[^"\\\n]|\\.)*(?:"|\n|\Z)', re.DOTALL),
                "'": re.compile(r"(?:[^'\\\n]|\\.)*(?:'|\n|\Z)", re.DOTALL)}
-_PLAIN_URL = re.compile(r"""url\([ \t\n]*(?:([^ \t\n"'()\\\x00-\x08\x0b\x0e-\x1f\x7f]+)|"([^"\\\n]*)"|'([^'\\\n]*)')[ \t\n]*\)""",
-                        re.IGNORECASE)
+_PLAIN_URL = re.compile(
+    r"""url\([ \t\n]*(?:([^ \t\n"'()\\\x00-\x08\x0b\x0e-\x1f\x7f]+)|"([^"\\\n]*)"|'([^'\\\n]*)')[ \t\n]*\)""",
+    re.IGNORECASE)
 """``url(x)``, ``url("x")`` or ``url('x')`` with nothing to unescape: what tinycss2 would read, read directly."""
 _MAX_WINDOW = 8192
 """Characters read from a landmark to its end (a longer ``url(`` is not a URL a crawl wants)."""

@@ -137,8 +137,9 @@ class ParsePool:
         assert not isinstance(page, SitemapDoc)  # the worker answers a page with a page
         return page
 
-    async def parse_with_tree(self, url: str, body: bytes, content_type: str | None, *, want_text: bool,
-                              want_requisites: bool = False) -> tuple[ParsedPage, LexborHTMLParser | None] | ParseFailure:
+    async def parse_with_tree(
+        self, url: str, body: bytes, content_type: str | None, *, want_text: bool, want_requisites: bool = False,
+    ) -> tuple[ParsedPage, LexborHTMLParser | None] | ParseFailure:
         """:meth:`parse`, and the tree of a page parsed inline (for ``on_page`` hooks: no second
         parse). A page parsed in a parser process comes without one (None): a tree does not pickle."""
         if parse_inline(body, self._config):

@@ -22,8 +22,8 @@ import struct
 import sys
 from typing import BinaryIO
 
-from webgather.parse.links import parse_page
-from webgather.parse.sitemap import parse_sitemap
+from webgather.parse.links import ParsedPage, parse_page
+from webgather.parse.sitemap import SitemapDoc, parse_sitemap
 
 __all__ = ["HEADER", "main"]
 
@@ -46,7 +46,10 @@ def main(argv: list[str]) -> int:
     while (request := _read_frame(source)) is not None:
         kind, args = pickle.loads(request)
         signal.setitimer(signal.ITIMER_REAL, alarm_s)
-        doc = parse_page(*args[:3], want_text=args[3], want_requisites=args[4]) if kind == "page" else parse_sitemap(args[0])
+        if kind == "page":
+            doc: ParsedPage | SitemapDoc = parse_page(*args[:3], want_text=args[3], want_requisites=args[4])
+        else:
+            doc = parse_sitemap(args[0])
         signal.setitimer(signal.ITIMER_REAL, 0)
         reply = pickle.dumps(doc, pickle.HIGHEST_PROTOCOL)
         sink.write(HEADER.pack(len(reply)) + reply)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -169,10 +169,10 @@ async def open_parts(
         try:
             async with HttpClient(config.fetch, resolver, clock) as http, \
                     RenderStage.open(config.render, scope, robots, clock, cpus) as render:
-                yield NodeParts(
-                    config, node_id, out_dir, clock, resolver, _with_cookies(config, http), frontier,
-                    WriterPort(writer), robots, scope, stats, parser, page_hooks, render,
-                )
+                with _kept_cookies(config, out_dir) as jar:
+                    yield NodeParts(config, node_id, out_dir, clock, resolver,
+                                    http if jar is None else CookieHttp(http, jar), frontier, WriterPort(writer),
+                                    robots, scope, stats, parser, page_hooks, render)
         except WriteFailed:
             failed = True
             raise
@@ -180,12 +180,29 @@ async def open_parts(
             await _close(parser, writer, frontier, page_hooks, after_failure=failed)
 
 
-def _with_cookies(config: CrawlConfig, http: HttpClient) -> HttpPort:
-    """The node's client, with the crawl's cookie jar unless ``[fetch] cookies = false``."""
+COOKIES_FILE = Path("state") / "cookies.json"
+"""The node's cookie jar between runs (under its directory): a resumed crawl keeps its sessions."""
+
+
+@contextlib.contextmanager
+def _kept_cookies(config: CrawlConfig, out_dir: Path) -> Iterator[CrawlCookies | None]:
+    """The crawl's cookie jar with what an earlier run kept (None with ``[fetch] cookies = false``),
+    kept again for the next run on the way out; a failure to keep it is logged (it must not hide
+    why the run ended)."""
     fetch = config.fetch
     if not fetch.cookies:
-        return http
-    return CookieHttp(http, CrawlCookies(fetch.max_cookies_per_host, fetch.max_cookie_bytes_per_host))
+        yield None
+        return
+    jar = CrawlCookies(fetch.max_cookies_per_host, fetch.max_cookie_bytes_per_host)
+    jar.load(out_dir / COOKIES_FILE)
+    try:
+        yield jar
+    finally:
+        try:
+            (out_dir / COOKIES_FILE).parent.mkdir(parents=True, exist_ok=True)
+            jar.save(out_dir / COOKIES_FILE)
+        except (WriteFailed, OSError) as exc:
+            _log.warning("cookies not kept for the next run: %s", exc)
 
 
 async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, page_hooks: PageHooks | None, *,

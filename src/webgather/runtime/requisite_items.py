@@ -5,11 +5,12 @@ followed, it is not in the link graph, and the summary counts it apart. Its kind
 many requisite hops it is after the last page (:func:`webgather.frontier.model.requisite_kind`,
 Heritrix's "E" hops): a stylesheet of a page is "requisite", an image that stylesheet
 loads "requisite2", bounded by ``[scope] requisite_hops``. A requisite keeps its page's
-depth and breadth-first priority, so it is fetched about when its page's siblings are, before
-the page's own links; under OPIC (a negative priority is cash) it carries none (priority 0). Scope: :meth:`webgather.scope.Scope.reject_requisite` (another host is
-in by default; depth does not apply). Only a stylesheet (``text/css``, 2xx) is read for
-requisites of its own, inline: tinycss2 reads ~2 MB/s, a stylesheet past
-:data:`MAX_STYLESHEET_BYTES` is read up to that size.
+depth and breadth-first priority, so it is fetched about when its page's siblings are,
+before the page's own links; under OPIC (a negative priority is cash) it carries none
+(priority 0). Scope: :meth:`webgather.scope.Scope.reject_requisite` (another host is in
+by default; depth does not apply). Only a stylesheet (``text/css``, 2xx) is read for
+requisites of its own, inline on the loop: a 20 KB stylesheet took ~4 ms
+(bench/requisite_cost.py); one past :data:`MAX_STYLESHEET_BYTES` is read up to that size.
 """
 
 from __future__ import annotations
@@ -70,7 +71,8 @@ def requisite_items(item: CrawlItem, found: Iterable[Requisite], scope: Scope, r
     return items
 
 
-def stylesheet_items(item: CrawlItem, result: FetchResult, scope: Scope, routed: Remembers) -> tuple[list[CrawlItem], int]:
+def stylesheet_items(item: CrawlItem, result: FetchResult, scope: Scope,
+                     routed: Remembers) -> tuple[list[CrawlItem], int]:
     """A fetched requisite's own requisites (a stylesheet's imports, fonts, images), and how many it names."""
     if not (result.status is not None and 200 <= result.status < 300 and result.error is None
             and result.content_type == "text/css" and wants_requisites(item, scope)):

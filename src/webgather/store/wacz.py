@@ -182,7 +182,8 @@ def _read_page(warc: Path, entry: dict[str, Any]) -> _Page | None:
             stamp = record.rec_headers.get_header("WARC-Date") or ""
             body = record.content_stream().read()
             content_type = record.http_headers.get_header("Content-Type") if record.http_headers else None
-            return _Page(str(entry["url"]), stamp, parse_page(str(entry["url"]), body, content_type, want_text=False).title)
+            url = str(entry["url"])
+            return _Page(url, stamp, parse_page(url, body, content_type, want_text=False).title)
     except (OSError, ArchiveLoadFailed, ValueError, EOFError):
         return None
     return None

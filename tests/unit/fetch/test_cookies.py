@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from webgather.fetch.cookies import CookieHttp, CrawlCookies, site_of
 from webgather.fetch.model import FetchResult
@@ -92,3 +94,18 @@ def test_cookie_http_sends_what_was_set_and_a_hooks_cookie_wins() -> None:
 
     asyncio.run(run())
     assert inner.sent == [None, {"X-A": "1", "Cookie": "sid=abc"}, {"cookie": "own=1"}]
+
+
+def test_save_and_load_keep_every_rule_and_a_bad_file_is_left_out(tmp_path: Path, caplog: Any) -> None:
+    jar = CrawlCookies()
+    _set(jar, "https://www.ex.com/shop/", "host=1", "dom=2; Domain=ex.com; Path=/; Secure; HttpOnly",
+         "later=3; Path=/; Max-Age=3600")
+    path = tmp_path / "cookies.json"
+    jar.save(path)
+    again = CrawlCookies()
+    assert again.load(path) == 3 and again.sites() == ["ex.com"]
+    for url in ("https://www.ex.com/shop/x", "http://www.ex.com/shop/x", "https://shop.ex.com/", "https://www.ex.com/"):
+        assert again.header(url) == jar.header(url), url
+    assert again.load(tmp_path / "absent.json") == 0
+    (tmp_path / "bad.json").write_text("{not json")
+    assert again.load(tmp_path / "bad.json") == 0 and "not read" in caplog.text
