@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "webgather.commands.status",
     "webgather.commands.config",
     "webgather.commands.replay",
+    "webgather.commands.export",
     "webgather.commands.surt",
 )
 EXIT_WRITE_FAILED = 3

@@ -50,6 +50,19 @@ class Scope:
             return "trap"
         return None
 
+    def reject_requisite(self, url: str) -> str | None:
+        """:meth:`reject` for a page requisite: no depth, and the host mode only without ``requisites_any_host``."""
+        config = self.config
+        if len(url) > config.max_url_length:
+            return "url_too_long"
+        if not config.requisites_any_host and not self.url_allowed(url):
+            return "off_scope"
+        if self._filters and self.rules.excluded(url):
+            return "excluded"
+        if _repeats_segment(path_of(url), config.max_repeated_segments):
+            return "trap"
+        return None
+
     def url_allowed(self, url: str) -> bool:
         """The host mode's verdict on canonical ``url``: seed hosts key on host and port, domains on the host."""
         mode = self.config.mode

@@ -51,7 +51,7 @@ import numpy.typing as npt
 from webgather.cluster.mapping import MAX_BUCKETS
 from webgather.errors import ClusterError
 from webgather.frontier.bucket import BucketState, HostClock
-from webgather.frontier.model import CrawlItem
+from webgather.frontier.model import MAX_REQUISITE_HOPS, CrawlItem, requisite_kind
 from webgather.frontier.seen import bucket_range
 from webgather.recrawl.observe import UrlRecord
 from webgather.recrawl.rows import decode_rows, encode_rows
@@ -71,7 +71,7 @@ __all__ = [
 ]
 
 WIRE_VERSION = 1
-KINDS = ("page", "sitemap")
+KINDS = ("page", "sitemap", *(requisite_kind(n) for n in range(1, MAX_REQUISITE_HOPS + 1)))
 """Item kinds that travel; their index is the wire code."""
 MAX_SENDER_BYTES = 255
 MAX_ITEM_STR_BYTES = 0xFFFF

@@ -33,7 +33,7 @@ FLAG_SETTINGS: dict[str, str] = {
     "--include": "scope.include", "--exclude": "scope.exclude", "--include-surt": "scope.include_surt",
     "--exclude-surt": "scope.exclude_surt", "--strip-param": "scope.strip_query_params",
     "--hooks": "hooks.module", "--items": "hooks.items", "--render": "render.include",
-    "--render-surt": "render.include_surt",
+    "--render-surt": "render.include_surt", "--no-requisites": "scope.requisites",
 }
 """The flags of ``crawl`` and ``recrawl`` (:mod:`webgather.commands.options`) and the setting each sets."""
 

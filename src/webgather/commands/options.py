@@ -74,6 +74,7 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--max-pages-per-host", type=int, default=None)
     add("--max-url-length", type=int, default=None)
     add("--max-repeated-segments", type=int, default=None, help="trap guard: a path segment repeated more times is skipped")
+    add("--no-requisites", action="store_true", help="pages only: no images, stylesheets, scripts or fonts")
     add("--user-agent", default=None, help="User-Agent with a contact URL")
     add("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt (only for servers you own)")
     add("--no-progress", action="store_true", help="no live progress display")
@@ -204,6 +205,7 @@ def cli_settings(args: argparse.Namespace) -> dict[str, Any]:
         "scope.max_repeated_segments": args.max_repeated_segments,
         "fetch.user_agent": args.user_agent,
         "robots.obey": False if args.ignore_robots else None,
+        "scope.requisites": False if getattr(args, "no_requisites", False) else None,
         "progress": False if args.no_progress else None,
         "pin_cpu": args.pin_cpu,
         "fetch.allow_addresses": tuple(args.allow_address) if args.allow_address else None,

@@ -59,7 +59,8 @@ class _Stop(Exception):
 def register(sub: Any) -> None:
     parser = sub.add_parser("replay", help="serve a crawl's WARCs through pywb (installed apart: see --pywb)")
     add = parser.add_argument
-    add("dir", metavar="DIR", help="crawl directory (--out of a crawl; a cluster's DIR holds nodes/*)")
+    add("dir", metavar="DIR",
+        help="crawl directory (--out of a crawl; a cluster's DIR holds nodes/*), or a .wacz file")
     add("--port", type=_port, default=8080, help="port to serve on (default 8080; 0: a free one)")
     add("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; beyond loopback, anyone who reaches it browses the archive)")
     add("--pywb", metavar="PATH", default=None,
@@ -115,11 +116,16 @@ def _main(args: argparse.Namespace) -> int:
     from webgather.store.pywbcoll import build_collection
 
     crawl_dir = Path(args.dir)
-    if not crawl_dir.is_dir():
-        raise ConfigError(f"{crawl_dir} is not a directory (give the --out of a crawl)")
+    wacz = crawl_dir.is_file() and crawl_dir.suffix.lower() == ".wacz"
+    if not crawl_dir.is_dir() and not wacz:
+        raise ConfigError(f"{crawl_dir} is not a directory (give the --out of a crawl) or a .wacz file")
     wayback = find_wayback(args.pywb)
     port = _usable_port(args.host, args.port)
     with tempfile.TemporaryDirectory(prefix="webgather-replay-") as temp:
+        if wacz:  # webgather export's (store.wacz): its WARCs and index, unpacked into the temporary directory
+            from webgather.store.wacz import unpack_wacz
+
+            crawl_dir = unpack_wacz(crawl_dir, Path(temp) / "wacz")
         collection = build_collection(crawl_dir, Path(temp))
         child = _start(wayback, collection.root, args.host, port)
         previous = {signum: signal.signal(signum, _raise_stop) for signum in _STOP_SIGNALS}

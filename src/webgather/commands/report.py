@@ -25,6 +25,7 @@ def print_summary(summary: dict[str, Any]) -> None:
         f"pages {summary['pages']}  in {summary['wall_s']} s  ({summary['pages_per_s']} pages/s, "
         f"{summary['cpu_ms_per_page']} ms CPU/page, peak RSS {summary['peak_rss_mib']} MiB)\n{page_times(summary)}\n"
         f"status  {status}\nerrors  {errors}\n"
+        f"{_requisites_line(summary)}"
         f"robots.txt fetches {summary['robots_fetches']}, retries {summary['retries']}, "
         f"links found {summary['links_found']}, new URLs {summary['urls_new']}\n"
         f"finished: {summary['finished']}   (summary.json and WARC files in the output directory)"
@@ -44,6 +45,11 @@ def page_times(summary: dict[str, Any], *, nodes: bool = False) -> str:
         return "no page fetched"
     whose = "every node had 99 % of its pages" if nodes else "99 % of the pages fetched"
     return f"{whose} by {p99:g} s, the last page at {last:g} s (from the start)"
+
+
+def _requisites_line(summary: dict[str, Any]) -> str:
+    """Page requisites fetched (images, stylesheets...), apart from the pages; nothing when there were none."""
+    return f"requisites {summary['requisites']} (not counted as pages)\n" if summary.get("requisites") else ""
 
 
 def print_cycle(summary: dict[str, Any]) -> None:

@@ -104,6 +104,13 @@ class FetchConfig:
     resolved here and judged by deny_private_addresses; the proxy's own address is exempt from it (the
     operator named it, a page cannot). Give credentials in WEBGATHER_FETCH__PROXY or a config file, not
     --proxy: every local user can read a process's argv."""
+    cookies: bool = True
+    """Keep the cookies sites set and send them back (RFC 6265: domain, path, expiry, Secure; no cookie for a
+    public suffix), one jar per crawl; the Cookie header sent is in the WARC request record."""
+    max_cookies_per_host: int = 50
+    """Cookies kept per registrable domain (example.com with its subdomains); the least recently set go first."""
+    max_cookie_bytes_per_host: int = 16384
+    """Bytes of cookie names and values kept per registrable domain; one cookie over 4096 bytes is refused."""
     proxy_rules: tuple[ProxyRule, ...] = ()
     """Per-host proxies, first matching pattern wins, before ``proxy``: in TOML
     ``[{pattern = "*.example.com", proxy = "http://127.0.0.1:3128"}, {pattern = "intranet.test", proxy = "direct"}]``;
@@ -139,6 +146,14 @@ class ScopeConfig:
     strip_query_params: tuple[str, ...] = ()
     """Query argument names (globs like "utm_*", case-insensitive) removed from every URL before it is fingerprinted,
     so "?sid=1" and "?sid=2" are one URL."""
+    requisites: bool = True
+    """Fetch what a page needs to be shown (images, stylesheets and what they load, scripts, fonts, icons) as
+    requisites: not pages (no links followed, not in the link graph), counted apart. --no-requisites: pages only."""
+    requisite_hops: int = 3
+    """Requisite hops after a page (Heritrix's E): 3 reaches page -> stylesheet -> @import -> its image. At most 5."""
+    requisites_any_host: bool = True
+    """Requisites of an in-scope page are fetched from any host (a CDN), past the host mode; false: the host mode
+    applies to them too. Depth does not apply; length, exclude rules and the trap guard do."""
 
 
 @dataclass(frozen=True, slots=True)

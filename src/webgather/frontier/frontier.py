@@ -376,6 +376,9 @@ class Frontier:
         cap = self.max_pages_per_host
         if cap is None:
             return group
+        if any(item.kind.startswith("requisite") for item in group):  # not pages: the page cap leaves them be
+            pages = [item for item in group if not item.kind.startswith("requisite")]
+            return self._within_cap(host, pages) + [item for item in group if item.kind.startswith("requisite")]
         before = self.accepted.get(host)
         if before is None:
             before = self.persist.accepted_of(host) if self.persist is not None else 0

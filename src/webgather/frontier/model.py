@@ -4,7 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["CrawlItem"]
+__all__ = ["MAX_REQUISITE_HOPS", "CrawlItem", "requisite_hops", "requisite_kind"]
+
+MAX_REQUISITE_HOPS = 5
+_REQUISITE_KINDS = ("requisite",) + tuple(f"requisite{n}" for n in range(2, MAX_REQUISITE_HOPS + 1))
+
+
+def requisite_kind(hops: int) -> str:
+    """The kind of an item ``hops`` requisite hops after a page: "requisite", "requisite2", ..."""
+    return _REQUISITE_KINDS[hops - 1]
+
+
+def requisite_hops(kind: str) -> int:
+    """Requisite hops after the last page (0 for a page or sitemap)."""
+    if not kind.startswith("requisite"):
+        return 0
+    return 1 if kind == "requisite" else int(kind[9:])
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,4 +39,5 @@ class CrawlItem:
     priority: float = 0.0
     """Lower is sooner; breadth-first uses the depth, OPIC the negated cash."""
     kind: str = "page"
-    """"page", or "sitemap" for sitemap documents (parsed for URLs, not links)."""
+    """"page", "sitemap" for sitemap documents (parsed for URLs, not links), or a requisite of a page
+    (:func:`requisite_kind`: its hops after the page are in the kind, like Heritrix's "E" in a hop path)."""

@@ -6,6 +6,8 @@ document order, so the per-page Python work is one small loop over those
 elements. Which links count (docs/contracts.md, step 6):
 
 * ``a[href]``, ``area[href]``, ``frame[src]``, ``iframe[src]``;
+* ``meta[http-equiv=refresh]`` with a URL other than the page's own (tag ``meta``,
+  first in the list: :mod:`webgather.parse.refresh`);
 * ``link[href]`` whose ``rel`` has ``alternate``, ``next`` or ``prev`` and
   neither ``stylesheet`` nor ``icon`` (``rel=canonical`` goes to
   :attr:`ParsedPage.canonical` instead);
@@ -30,6 +32,8 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode, SelectolaxError
 
 from webgather.parse import native
 from webgather.parse.charset import decode_html, sniff_encoding
+from webgather.parse.refresh import meta_refresh_hrefs, refresh_target
+from webgather.parse.requisites import Requisite, page_requisites
 from webgather.urls import canonicalize, join, resolve_link
 
 __all__ = [
@@ -71,7 +75,7 @@ class Link(NamedTuple):
     nofollow: bool
     """The element's ``rel`` has ``nofollow``."""
     tag: str
-    """``a``, ``area``, ``link``, ``frame`` or ``iframe``."""
+    """``a``, ``area``, ``link``, ``frame``, ``iframe``, ``meta`` (a meta refresh) or ``refresh`` (the header)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +101,9 @@ class ParsedPage:
     """More than ``max_links`` link elements: the rest were not read."""
     error: str | None = None
     """Set (and the page empty) only if the HTML parser itself failed."""
+    requisites: tuple[Requisite, ...] = ()
+    """(URL, where found) of what the page needs to be shown (:mod:`webgather.parse.requisites`);
+    empty unless asked for (``want_requisites``)."""
 
 
 class _Raw(NamedTuple):
@@ -122,15 +129,18 @@ def parse_page(
     max_links: int = MAX_LINKS,
     max_text_chars: int = MAX_TEXT_CHARS,
     robots_meta_names: tuple[str, ...] = _ROBOTS_NAMES,
+    want_requisites: bool = False,
 ) -> ParsedPage:
     """Parse an HTML body fetched from ``url``. Never raises on any ``body``.
 
     ``want_text=False`` skips the visible-text pass (about a third of the time).
     ``robots_meta_names`` are the lower-case ``<meta name>`` values obeyed as
-    robots directives (add the crawler's product token to honour its own).
+    robots directives (add the crawler's product token to honour its own). ``want_requisites``:
+    fill :attr:`ParsedPage.requisites`.
     """
     return parse_page_tree(url, body, content_type_header, want_text=want_text, max_links=max_links,
-                           max_text_chars=max_text_chars, robots_meta_names=robots_meta_names)[0]
+                           max_text_chars=max_text_chars, robots_meta_names=robots_meta_names,
+                           want_requisites=want_requisites)[0]
 
 
 def parse_page_tree(
@@ -142,6 +152,7 @@ def parse_page_tree(
     max_links: int = MAX_LINKS,
     max_text_chars: int = MAX_TEXT_CHARS,
     robots_meta_names: tuple[str, ...] = _ROBOTS_NAMES,
+    want_requisites: bool = False,
 ) -> tuple[ParsedPage, LexborHTMLParser | None]:
     """:func:`parse_page`, and the lexbor tree it built (None if the parser failed), for a
     caller that reads more of the page (a crawl's ``on_page`` hook) without a second parse.
@@ -153,13 +164,14 @@ def parse_page_tree(
     except (SelectolaxError, ValueError, MemoryError) as exc:
         return ParsedPage(url, (), None, False, False, url, charset, error=f"parse: {exc}"), None
     base = _base_url(url, scan.base_href)
-    links = _resolve_all(base, scan.raw)
+    links = _refresh_links(tree, url, base) + _resolve_all(base, scan.raw)
     truncated = scan.truncated
     canonical = resolve_link(base, scan.canonical_href) if scan.canonical_href else None
+    requisites = page_requisites(tree, base) if want_requisites else ()  # before the text pass strips <style>
     text = _visible_text(tree, max_text_chars) if want_text else ""
     return ParsedPage(
         url, links, canonical, scan.nofollow, scan.noindex, base, charset,
-        scan.title or "", text, truncated,
+        scan.title or "", text, truncated, requisites=requisites,
     ), tree  # fmt: skip
 
 
@@ -174,6 +186,12 @@ def _scan(tree: LexborHTMLParser, robots_meta_names: tuple[str, ...], max_links:
         scanner.scan(tree, robots_meta_names, max_links, MAX_ANCHOR_CHARS, MAX_TITLE_CHARS))
     scan.raw = raws  # plain (href, anchor, nofollow, tag) tuples: _resolve_all unpacks or reads them alike
     return scan
+
+
+def _refresh_links(tree: LexborHTMLParser, url: str, base: str) -> tuple[Link, ...]:
+    """``<meta http-equiv=refresh>`` targets as links (tag ``meta``), first: a browser goes there."""
+    targets = (refresh_target(url, base, content) for content in meta_refresh_hrefs(tree))
+    return tuple(Link(target, "", False, "meta") for target in targets if target is not None)
 
 
 def _source(body: bytes, content_type_header: str | None) -> tuple[bytes | str, str]:

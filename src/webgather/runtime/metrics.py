@@ -45,7 +45,8 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-NODE_COUNTERS = ("pages", "attempts", "retries", "robots_fetches", "bytes_received", "links_found", "urls_new")
+NODE_COUNTERS = ("pages", "requisites", "attempts", "retries", "robots_fetches", "bytes_received", "links_found",
+                 "urls_new")
 """The :class:`CrawlStats` counters a sample copies."""
 
 

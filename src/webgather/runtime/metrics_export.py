@@ -38,6 +38,7 @@ P = "webgather_"
 
 _COUNTERS = (  # (CrawlStats counter, metric name without _total, help)
     ("pages", "pages", "Pages (and sitemaps) whose final fetch attempt completed: the crawl's fetched set."),
+    ("requisites", "requisites", "Page requisites (images, stylesheets, scripts) whose final fetch attempt completed."),
     ("attempts", "fetch_attempts", "Page fetch attempts, retries included."),
     ("retries", "fetch_retries", "Fetch attempts that failed transiently and were retried later."),
     ("robots_fetches", "robots_fetches", "robots.txt requests."),

@@ -248,7 +248,8 @@ class CrawlNode:
             await parts.writer.write(result, entry, links, dom)
         else:
             await self._hooks.store(item, result, entry, links, extracted.text, dom)
-        self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body), item.url)
+        self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body), item.url,
+                               item.kind)
         parts.frontier.complete(item, clock.monotonic())
 
     async def _rendered(self, item: CrawlItem, result: FetchResult, decision: Decision

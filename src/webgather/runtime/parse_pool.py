@@ -129,21 +129,22 @@ class ParsePool:
         return [w.proc.pid for w in self._live if w.proc.returncode is None]
 
     async def parse(self, url: str, body: bytes, content_type: str | None, *,
-                    want_text: bool) -> ParsedPage | ParseFailure:
+                    want_text: bool, want_requisites: bool = False) -> ParsedPage | ParseFailure:
         """:func:`webgather.parse.links.parse_page`, bounded by ``parse.max_seconds`` off the loop."""
         if parse_inline(body, self._config):
-            return parse_page(url, body, content_type, want_text=want_text)
-        page = await self._in_worker(("page", (url, body, content_type, want_text)))
+            return parse_page(url, body, content_type, want_text=want_text, want_requisites=want_requisites)
+        page = await self._in_worker(("page", (url, body, content_type, want_text, want_requisites)))
         assert not isinstance(page, SitemapDoc)  # the worker answers a page with a page
         return page
 
-    async def parse_with_tree(self, url: str, body: bytes, content_type: str | None, *,
-                              want_text: bool) -> tuple[ParsedPage, LexborHTMLParser | None] | ParseFailure:
+    async def parse_with_tree(
+        self, url: str, body: bytes, content_type: str | None, *, want_text: bool, want_requisites: bool = False,
+    ) -> tuple[ParsedPage, LexborHTMLParser | None] | ParseFailure:
         """:meth:`parse`, and the tree of a page parsed inline (for ``on_page`` hooks: no second
         parse). A page parsed in a parser process comes without one (None): a tree does not pickle."""
         if parse_inline(body, self._config):
-            return parse_page_tree(url, body, content_type, want_text=want_text)
-        page = await self._in_worker(("page", (url, body, content_type, want_text)))
+            return parse_page_tree(url, body, content_type, want_text=want_text, want_requisites=want_requisites)
+        page = await self._in_worker(("page", (url, body, content_type, want_text, want_requisites)))
         if isinstance(page, SitemapDoc):
             raise AssertionError("the parser process answered a page with a sitemap")
         return page if isinstance(page, ParseFailure) else (page, None)

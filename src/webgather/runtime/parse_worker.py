@@ -1,8 +1,8 @@
 """The parser process of :mod:`webgather.runtime.parse_pool`: a loop over stdin/stdout.
 
 Frames both ways are an 8-byte big-endian length and a pickle (the parent is the only
-peer; it wrote the program). A request is ``("page", (url, body, content_type, want_text))``
-or ``("sitemap", (body,))``, the reply the :class:`~webgather.parse.links.ParsedPage` or
+peer; it wrote the program). A request is ``("page", (url, body, content_type, want_text,
+want_requisites))`` or ``("sitemap", (body,))``, the reply the :class:`~webgather.parse.links.ParsedPage` or
 :class:`~webgather.parse.sitemap.SitemapDoc`. The process starts by writing one
 ready byte (after its imports, so start-up time never counts against a page's deadline).
 
@@ -22,8 +22,8 @@ import struct
 import sys
 from typing import BinaryIO
 
-from webgather.parse.links import parse_page
-from webgather.parse.sitemap import parse_sitemap
+from webgather.parse.links import ParsedPage, parse_page
+from webgather.parse.sitemap import SitemapDoc, parse_sitemap
 
 __all__ = ["HEADER", "main"]
 
@@ -46,7 +46,10 @@ def main(argv: list[str]) -> int:
     while (request := _read_frame(source)) is not None:
         kind, args = pickle.loads(request)
         signal.setitimer(signal.ITIMER_REAL, alarm_s)
-        doc = parse_page(*args[:3], want_text=args[3]) if kind == "page" else parse_sitemap(args[0])
+        if kind == "page":
+            doc: ParsedPage | SitemapDoc = parse_page(*args[:3], want_text=args[3], want_requisites=args[4])
+        else:
+            doc = parse_sitemap(args[0])
         signal.setitimer(signal.ITIMER_REAL, 0)
         reply = pickle.dumps(doc, pickle.HIGHEST_PROTOCOL)
         sink.write(HEADER.pack(len(reply)) + reply)

@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from webgather.config import CrawlConfig
 from webgather.errors import WriteFailed
+from webgather.fetch.cookies import CookieHttp, CrawlCookies
 from webgather.fetch.http import HttpClient
 from webgather.fetch.model import FetchResult
 from webgather.fetch.resolver import Resolver
@@ -168,15 +169,40 @@ async def open_parts(
         try:
             async with HttpClient(config.fetch, resolver, clock) as http, \
                     RenderStage.open(config.render, scope, robots, clock, cpus) as render:
-                yield NodeParts(
-                    config, node_id, out_dir, clock, resolver, http, frontier,
-                    WriterPort(writer), robots, scope, stats, parser, page_hooks, render,
-                )
+                with _kept_cookies(config, out_dir) as jar:
+                    yield NodeParts(config, node_id, out_dir, clock, resolver,
+                                    http if jar is None else CookieHttp(http, jar), frontier, WriterPort(writer),
+                                    robots, scope, stats, parser, page_hooks, render)
         except WriteFailed:
             failed = True
             raise
         finally:
             await _close(parser, writer, frontier, page_hooks, after_failure=failed)
+
+
+COOKIES_FILE = Path("state") / "cookies.json"
+"""The node's cookie jar between runs (under its directory): a resumed crawl keeps its sessions."""
+
+
+@contextlib.contextmanager
+def _kept_cookies(config: CrawlConfig, out_dir: Path) -> Iterator[CrawlCookies | None]:
+    """The crawl's cookie jar with what an earlier run kept (None with ``[fetch] cookies = false``),
+    kept again for the next run on the way out; a failure to keep it is logged (it must not hide
+    why the run ended)."""
+    fetch = config.fetch
+    if not fetch.cookies:
+        yield None
+        return
+    jar = CrawlCookies(fetch.max_cookies_per_host, fetch.max_cookie_bytes_per_host)
+    jar.load(out_dir / COOKIES_FILE)
+    try:
+        yield jar
+    finally:
+        try:
+            (out_dir / COOKIES_FILE).parent.mkdir(parents=True, exist_ok=True)
+            jar.save(out_dir / COOKIES_FILE)
+        except (WriteFailed, OSError) as exc:
+            _log.warning("cookies not kept for the next run: %s", exc)
 
 
 async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, page_hooks: PageHooks | None, *,

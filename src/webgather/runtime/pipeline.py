@@ -24,9 +24,11 @@ from selectolax.lexbor import LexborHTMLParser
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
-from webgather.parse.links import ParsedPage, followable, parse_page
+from webgather.parse.links import Link, ParsedPage, followable, parse_page
+from webgather.parse.refresh import refresh_target
 from webgather.parse.sitemap import SitemapDoc, parse_sitemap
 from webgather.runtime.parse_pool import ParseFailure, ParsePool
+from webgather.runtime.requisite_items import is_requisite, requisite_items, stylesheet_items, wants_requisites
 from webgather.scope import Scope
 from webgather.urls import canonicalize, fingerprint, host_key
 
@@ -134,11 +136,15 @@ def extract(
     ""): about 40% of the parse, wasted unless a re-crawl's SimHash reads it.
     ``opic``: the items carry their share of the page's cash (module docstring)."""
     if decision.redirect_to is not None:
+        requisite = is_requisite(item)
         target = CrawlItem(
             decision.redirect_to, fingerprint(decision.redirect_to), depth=item.depth,
             redirects=item.redirects + 1, priority=min(item.priority, 0.0) if opic else float(item.depth),
+            kind=item.kind if requisite else "page",
         )
         return Extracted(make_items([target], scope), None)
+    if is_requisite(item):
+        return _from_requisite(item, result, scope, routed)
     if decision.parse == "sitemap":
         return _cash_of_sitemap(item, _from_sitemap(result, scope), opic)
     if decision.parse == "page":
@@ -163,44 +169,56 @@ async def extract_parsed(
     the loop when it could be slow). A document the pool could not parse yields nothing
     (archived unparsed, no link-log record) and the decision returned carries the error kind.
     ``keep_page``: the result keeps the parsed HTML page and its tree (``Extracted.page``, ``tree``)."""
-    if decision.redirect_to is not None or decision.parse not in ("page", "sitemap"):
+    if decision.redirect_to is not None or decision.parse not in ("page", "sitemap") or is_requisite(item):
         return extract(item, result, decision, scope, host_fp, routed, want_text=want_text, opic=opic), decision
     doc: ParsedPage | SitemapDoc | ParseFailure | tuple[ParsedPage, LexborHTMLParser | None]
+    requisites = wants_requisites(item, scope)
     if decision.parse == "sitemap":
         doc = await pool.parse_sitemap(result.body)
     elif keep_page:
-        doc = await pool.parse_with_tree(item.url, result.body, result.header("Content-Type"), want_text=want_text)
+        doc = await pool.parse_with_tree(item.url, result.body, result.header("Content-Type"), want_text=want_text,
+                                         want_requisites=requisites)
     else:
-        doc = await pool.parse(item.url, result.body, result.header("Content-Type"), want_text=want_text)
+        doc = await pool.parse(item.url, result.body, result.header("Content-Type"), want_text=want_text,
+                               want_requisites=requisites)
     if isinstance(doc, ParseFailure):
         log.warning("%s not parsed: %s (%s)", item.url, doc.kind, doc.detail)
         return Extracted([], None), replace(decision, error=doc.kind)
     if isinstance(doc, SitemapDoc):
         return _cash_of_sitemap(item, _sitemap_items(doc, scope), opic), decision
+    refresh = result.header("Refresh")
     if isinstance(doc, tuple):
-        out = _links_of(item, doc[0], scope, host_fp, routed, opic)
+        out = _links_of(item, doc[0], scope, host_fp, routed, opic, refresh)
         out.page, out.tree = doc
         return out, decision
-    return _links_of(item, doc, scope, host_fp, routed, opic), decision
+    return _links_of(item, doc, scope, host_fp, routed, opic, refresh), decision
 
 
 def _from_page(
     item: CrawlItem, result: FetchResult, scope: Scope, host_fp: HostFingerprints, routed: RoutedUrls,
     want_text: bool, opic: bool = False,
 ) -> Extracted:
-    page = parse_page(item.url, result.body, result.header("Content-Type"), want_text=want_text)
-    return _links_of(item, page, scope, host_fp, routed, opic)
+    page = parse_page(item.url, result.body, result.header("Content-Type"), want_text=want_text,
+                      want_requisites=wants_requisites(item, scope))
+    return _links_of(item, page, scope, host_fp, routed, opic, result.header("Refresh"))
+
+
+def _followed(page: ParsedPage, refresh: str | None) -> list[Link]:
+    """The page's followable links, after the target of its ``Refresh`` header (tag ``refresh``) if any."""
+    links = followable(page)
+    target = None if refresh is None or page.meta_nofollow else refresh_target(page.url, page.url, refresh)
+    return links if target is None else [Link(target, "", False, "refresh"), *links]
 
 
 def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFingerprints, routed: RoutedUrls,
-              opic: bool = False) -> Extracted:
+              opic: bool = False, refresh: str | None = None) -> Extracted:
     depth = item.depth + 1
     records: list[LinkRecord] = []
     candidates: list[CrawlItem] = []
     known: dict[str, tuple[int, int]] = {}  # pages repeat links: look each URL up once
     clean = None if scope.rules.strip is None else scope.clean  # no strip rules: no call per link
     young, get = routed.young, routed.get  # most links hit the young generation: one dict lookup
-    for href, anchor, nofollow, _tag in followable(page):  # unpacked: a named tuple's fields are slower
+    for href, anchor, nofollow, _tag in _followed(page, refresh):  # unpacked: a named tuple's fields are slower
         url = href if clean is None else clean(href)
         fps = known.get(url)
         if fps is None:
@@ -215,7 +233,15 @@ def _links_of(item: CrawlItem, page: ParsedPage, scope: Scope, host_fp: HostFing
         routed.remember(new.url, known[new.url])
     if opic:
         items = _page_shares(item, items, known, {c.url for c in candidates}, depth)
+    if page.requisites:
+        items += requisite_items(item, page.requisites, scope, routed)
     return Extracted(items, records, len(page.links), page.text)
+
+
+def _from_requisite(item: CrawlItem, result: FetchResult, scope: Scope, routed: RoutedUrls) -> Extracted:
+    """A requisite is not a page: no links, no link-log record; a stylesheet's own requisites."""
+    items, found = stylesheet_items(item, result, scope, routed)
+    return Extracted(items, None, found)
 
 
 def _page_shares(item: CrawlItem, items: list[CrawlItem], known: dict[str, tuple[int, int]], new_urls: set[str],
@@ -263,7 +289,8 @@ def make_items(items: Iterable[CrawlItem], scope: Scope) -> list[CrawlItem]:
         url = scope.clean(item.url)
         if url is not item.url:
             item = replace(item, url=url, fp=fingerprint(url))
-        if scope.reject(item.url, item.depth) is None:
+        rejected = scope.reject_requisite(item.url) if is_requisite(item) else scope.reject(item.url, item.depth)
+        if rejected is None:
             kept.append(item)
     return kept
 

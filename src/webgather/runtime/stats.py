@@ -48,6 +48,8 @@ class CrawlStats:
     interval_s: float = 10.0
     pages: int = 0
     """Final fetch attempts of pages and sitemaps (the crawl's fetched set)."""
+    requisites: int = 0
+    """Final fetch attempts of page requisites (images, stylesheets, scripts...): not pages, counted apart."""
     attempts: int = 0
     retries: int = 0
     robots_fetches: int = 0
@@ -76,7 +78,11 @@ class CrawlStats:
         self.fetch_seconds_sum += elapsed_s
 
     def record_page(self, now_wall: float, status: int | None, error: str | None, size: int,
-                    url: str | None = None) -> None:
+                    url: str | None = None, kind: str = "page") -> None:
+        if kind.startswith("requisite"):  # not a page: its bytes count, nothing else
+            self.requisites += 1
+            self.bytes_received += size
+            return
         self.pages += 1
         if url is not None:
             self.hosts.add(host_key(url))
@@ -106,6 +112,7 @@ class CrawlStats:
     def as_dict(self) -> dict[str, object]:
         return {
             "pages": self.pages,
+            "requisites": self.requisites,
             "attempts": self.attempts,
             "retries": self.retries,
             "robots_fetches": self.robots_fetches,

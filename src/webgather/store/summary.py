@@ -73,7 +73,7 @@ def read_summary(out_dir: Path) -> dict[str, Any]:
     return summary
 
 
-SUMMED = ("pages", "attempts", "retries", "robots_fetches", "bytes_received", "links_found", "urls_new")
+SUMMED = ("pages", "requisites", "attempts", "retries", "robots_fetches", "bytes_received", "links_found", "urls_new")
 SUMMED_S = ("wall_s", "cpu_s")
 COUNTED = ("status", "errors")
 RUN_FIGURES = ("epoch", "end", "finished", "pages", "bytes_received", "wall_s", "cpu_s", "pages_per_s",

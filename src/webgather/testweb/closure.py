@@ -44,6 +44,7 @@ from protego import Protego
 from webgather.config import CrawlConfig
 from webgather.errors import ConfigError, SeedError
 from webgather.fetch.render_rules import RenderRules
+from webgather.frontier.model import requisite_hops, requisite_kind
 from webgather.scope import Scope
 from webgather.testweb.graph import WebModel
 from webgather.testweb.response import CONTENT_MAX_BYTES, Response
@@ -109,6 +110,8 @@ class ClosureResult:
     """Every URL the crawl decides about (robots-blocked ones included), by URL."""
     robots: dict[str, RobotsExpected]
     """Every host whose robots.txt the crawl reads, by host key."""
+    requisites: frozenset[str] = frozenset()
+    """Page requisites fetched (``WebParams.requisites`` and ``[scope] requisites``): not in ``fetched``."""
 
 
 def expected_fetch(response: Response, config: CrawlConfig, kind: str = "page", accept_gzip: bool = True) -> ExpectedFetch:
@@ -165,7 +168,10 @@ class _Walk:
 
     def offer(self, url: str, depth: int, redirects: int, kind: str) -> None:
         url = self.scope.clean(url)  # as the crawler's make_items: strip_query_params first
-        if url in self.seen or self.scope.reject(url, depth) is not None:
+        if url in self.seen:
+            return
+        requisite = kind.startswith("requisite")
+        if (self.scope.reject_requisite(url) if requisite else self.scope.reject(url, depth)) is not None:
             return
         self.seen.add(url)
         heapq.heappush(self.heap, (depth, len(self.seen), url, redirects, kind))
@@ -192,13 +198,25 @@ class _Walk:
             else:
                 target = response.location
                 self.offer(target, depth, redirects + 1, kind)
-        links = response.follow_links if got.parse else ()
+        links = response.follow_links if got.parse and not kind.startswith("requisite") else ()
         if links and response.script_links and not (kind == "page" and self.browser.matches(url)):
             links = _without(links, response.script_links)
         self.outcomes[url] = Expected(url, kind, depth, redirects, got.status, error, got.attempts,
                                       target, links, response.fault)
         for link in links:
             self.offer(link, depth + 1, 0, "page")
+        for requisite in self.requisites_of(response, got, kind):
+            self.offer(requisite, depth, 0, requisite_kind(requisite_hops(kind) + 1))
+
+    def requisites_of(self, response: Response, got: ExpectedFetch, kind: str) -> tuple[str, ...]:
+        """What the crawl fetches as requisites of ``response`` (pipeline: ``runtime.requisite_items``)."""
+        scope = self.config.scope
+        if not response.requisites or not scope.requisites or requisite_hops(kind) >= scope.requisite_hops:
+            return ()
+        if kind.startswith("requisite"):  # only a stylesheet received whole is read
+            ok = got.error is None and got.status is not None and 200 <= got.status < 300
+            return response.requisites if ok and response.content_type == "text/css" else ()
+        return response.requisites if got.parse else ()
 
     def robots_of(self, key: str) -> _Robots:
         known = self.robots.get(key)
@@ -277,8 +295,10 @@ def crawl_outcomes(model: WebModel, seeds: Iterable[str], config: CrawlConfig, *
     for url in canonical:
         walk.offer(url, 0, 0, "page")
     walk.run()
-    fetched = frozenset(u for u, e in walk.outcomes.items() if e.error not in NOT_FETCHED)
-    return ClosureResult(fetched, walk.outcomes, {k: r.expected for k, r in walk.robots.items()})
+    done = [(u, e.kind) for u, e in walk.outcomes.items() if e.error not in NOT_FETCHED]
+    fetched = frozenset(u for u, kind in done if not kind.startswith("requisite"))
+    requisites = frozenset(u for u, kind in done if kind.startswith("requisite"))
+    return ClosureResult(fetched, walk.outcomes, {k: r.expected for k, r in walk.robots.items()}, requisites)
 
 
 def closure(model: WebModel, seeds: Iterable[str], config: CrawlConfig) -> set[str]:

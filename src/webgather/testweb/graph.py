@@ -23,6 +23,7 @@ from webgather.testweb.links import ContentTable, build_link_graph, content_tabl
 from webgather.testweb.params import WebParams
 from webgather.testweb.paths import content_index, content_path, parse_path
 from webgather.testweb.render import ContentInfo, Core, content_info, fixture_entries, render_content, script_link_indexes
+from webgather.testweb.requisites import PREFIX, page_requisites, requisite_response
 from webgather.testweb.response import Response
 from webgather.testweb.robots import robots_response, sitemap_response
 from webgather.testweb.text import Corpus
@@ -127,6 +128,8 @@ class WebModel:
 
     def _answer(self, host: int, path: str, suffix: str, now_s: float, body: bool) -> Response | None:
         p = self.params
+        if p.requisites and path.startswith(PREFIX):
+            return requisite_response(self.hosts.names[host] + suffix, path)
         target = parse_path(path, p.seed, p.trap_segment_chars)
         kind = target.kind
         if kind == "content":
@@ -166,7 +169,9 @@ class WebModel:
         script: tuple[str, ...] = ()
         if self.params.script_link_share > 0.0:  # which links only a script inserts: drawn per page
             script = tuple(links[j] for j in sorted(script_link_indexes(self.core, content_info(self.core, host, index))))
-        return Response(url=url, status=200, headers=headers, follow_links=links, rendered=False, script_links=script)
+        requisites = page_requisites(self.hosts.names[host] + suffix, index) if self.params.requisites else ()
+        return Response(url=url, status=200, headers=headers, follow_links=links, rendered=False, script_links=script,
+                        requisites=requisites)
 
     def info(self, host: int | str, index: int) -> ContentInfo:
         """The drawn properties of content page ``index`` of ``host`` (degree, period, charset...)."""

@@ -169,6 +169,9 @@ class WebParams:
     long_chain_hops: int = 7
     trap_segment_chars: int = 40
     faults: FaultRates = field(default_factory=FaultRates)
+    requisites: bool = False
+    """Content pages link a stylesheet (which imports another) and show an image, each stylesheet has a
+    background image (:mod:`webgather.testweb.requisites`). Off: the pages have none (closures unchanged)."""
     script_link_share: float = 0.0
     """Content pages whose ``<a href>`` links are inserted by an inline script (their other links stay
     in the HTML): only a crawl that renders them (``[render]``) finds those links. 0: none."""

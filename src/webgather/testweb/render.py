@@ -28,6 +28,7 @@ from webgather.testweb.links import S_DIE_AT, S_DIE_STATUS, out_degrees, page_ke
 from webgather.testweb.params import FIXTURE_KINDS, WebParams
 from webgather.testweb.paths import content_path, entry_paths
 from webgather.testweb.rand import derive, derive_arr, lognormal_from_unit, pick_from_mix, unit
+from webgather.testweb.requisites import page_head, page_image, page_requisites
 from webgather.testweb.response import Response
 from webgather.testweb.text import Corpus, encode_html, head_charset, header_content_type
 
@@ -148,11 +149,12 @@ def render_content(core: Core, info: ContentInfo, port_suffix: str, now_s: float
     )
     scripted = script_link_indexes(core, info)
     html = _html(core, info, authority, port_suffix, links, version, scripted) if body else ""
+    requisites = page_requisites(authority, info.index) if p.requisites else ()
     return Response(
         url=url, status=200, headers=headers, body=encode_html(html, info.charset) if body else b"",
         follow_links=follow, compressible=info.gzip, etag=headers[1][1], last_modified_s=modified,
         valid_from_s=valid_from, valid_until_s=valid_until, rendered=body,
-        script_links=tuple(follow[j] for j in sorted(scripted)),
+        script_links=tuple(follow[j] for j in sorted(scripted)), requisites=requisites,
     )
 
 
@@ -202,8 +204,12 @@ def _html(core: Core, info: ContentInfo, authority: str, port_suffix: str,
             rel = ' rel="noopener"' if element % 13 == 0 else ""
             text = f"{words[anchor % len(words)]} {words[(anchor >> 24) % len(words)]}"
             anchors.append(f"<a{attr('href', href, j)}{rel}>{text}</a>")
+    if core.params.requisites:
+        head.append(page_head())
     head.append("</head><body>")
     body = _body(core, info, title, anchors, extras, version)
+    if core.params.requisites:
+        body.insert(1, page_image(info.index))
     if inserted:
         body.insert(len(body) - 1, _script_of(inserted))  # before </body>: document.body exists when it runs
     return "\n".join(head + body)

@@ -65,6 +65,9 @@ class Response:
     """The wall-clock interval in which this answer holds (changing and dying pages)."""
     rendered: bool = True
     """False for a links-only answer (``WebModel.page(..., body=False)``)."""
+    requisites: tuple[str, ...] = ()
+    """Canonical URLs of what the page (or stylesheet) needs to be shown (``WebParams.requisites``):
+    a crawl with requisites fetches them if it parses the body (:mod:`webgather.testweb.requisites`)."""
     script_links: tuple[str, ...] = ()
     """The ``follow_links`` entries that only an inline script inserts into the DOM (``script_link_share``):
     a crawler that does not render the page does not see them."""

@@ -120,6 +120,14 @@ def test_max_pages_per_host_counts_instead_of_queueing(open_frontier) -> None:  
     assert f.stats()["dropped_by_host_cap"] == 4
 
 
+def test_requisites_are_not_pages_to_the_per_host_cap(open_frontier) -> None:  # type: ignore[no-untyped-def]
+    f = open_frontier(max_pages_per_host=1)
+    fresh = f.add([item("http://a.test/0"), item("http://a.test/s.css", kind="requisite"), item("http://a.test/1"),
+                   item("http://a.test/i.png", kind="requisite2")], 0.0)
+    assert [i.url for i in fresh] == ["http://a.test/0", "http://a.test/s.css", "http://a.test/i.png"]
+    assert f.stats()["dropped_by_host_cap"] == 1
+
+
 def test_drop_host_returns_its_queued_items(open_frontier) -> None:  # type: ignore[no-untyped-def]
     f = open_frontier()
     f.add([item("http://a.test/1"), item("http://a.test/2"), item("http://b.test/")], 0.0)

@@ -288,3 +288,94 @@ def test_generated_page_link_count_matches_the_html() -> None:
     p = page(html)
     assert urls(p) == ["https://ex.com" + h for h in hrefs]
     assert [link.anchor for link in p.links] == hrefs
+
+
+def test_a_meta_refresh_is_a_link_first_and_a_refresh_to_the_page_itself_is_not() -> None:
+    p = page(
+        "<html><head><meta http-equiv='Refresh' content=\"0; URL='next.html'\">"
+        "<meta http-equiv=refresh content='5'><meta http-equiv=refresh content='1;url=page.html#top'>"
+        "<meta http-equiv=refresh content='2, url=javascript:x()'></head>"
+        "<body><a href='/a'>A</a></body></html>"
+    )
+    assert [(link.tag, link.url) for link in p.links] == [
+        ("meta", "https://ex.com/dir/next.html"), ("a", "https://ex.com/a")]
+
+
+def test_meta_refresh_resolves_against_base_and_obeys_meta_nofollow() -> None:
+    p = page("<base href='https://cdn.ex.com/x/'><meta http-equiv=refresh content='0;url=y'>"
+             "<meta name=robots content=nofollow>")
+    assert urls(p) == ["https://cdn.ex.com/x/y"]
+    assert followable(p) == []
+
+
+@pytest.mark.parametrize(("content", "url"), [
+    ("0; url=a.html", "a.html"), ("0;URL = 'b c.html'", "b c.html"), ("3,url=\"q\"", "q"),
+    ("0; x.html", "x.html"), ("1.5; url=z", "z"), ("5", None), ("", None), ("x; url=a", None),
+    ("0; url='unterminated", "unterminated"), ("0 sp.html", "sp.html"), ("5x", None), ("  0  ;  url  =  sp  ", "sp"),
+])
+def test_refresh_url_reads_the_standards_declarative_refresh(content: str, url: str | None) -> None:
+    from webgather.parse.refresh import refresh_url
+
+    assert refresh_url(content) == url
+
+
+def test_requisites_only_when_asked_and_never_as_links() -> None:
+    html = ("<html><head><link rel='stylesheet preload' href='s.css'><link rel='shortcut icon' href='/f.ico'>"
+            "<link rel=modulepreload href=m.js><link rel=manifest href=/app.webmanifest><link rel=next href=p2>"
+            "<script src='//cdn.ex.com/a.js'></script><style>@import 'i.css'; b{background:url(data:,x)}</style></head>"
+            "<body style='background:url(\"/bg.png\")'><picture><source srcset='w.webp 1x, w2.webp 2x'>"
+            "<img src='i.png' srcset='i2.png 2x'></picture><video poster=p.jpg src=v.mp4><source src=v.webm></video>"
+            "<audio src=a.mp3></audio><input type=IMAGE src=go.png><input type=text src=no.png>"
+            "<object data=o.swf></object><embed src=e.swf><img src='i.png'></body></html>")
+    assert page(html).requisites == ()
+    got = page(html, want_requisites=True)
+    assert [url.rsplit("/", 1)[-1] for url, _ in got.requisites] == [
+        "s.css", "f.ico", "m.js", "app.webmanifest", "a.js", "i.css", "bg.png", "w.webp", "w2.webp", "i.png",
+        "i2.png", "p.jpg", "v.mp4", "v.webm", "a.mp3", "go.png", "o.swf", "e.swf"]
+    assert dict(got.requisites)["https://cdn.ex.com/a.js"] == "script"
+    assert urls(got) == ["https://ex.com/dir/p2"]  # the link graph stays pages
+
+
+def test_stylesheet_requisites_read_imports_fonts_and_urls_not_comments_or_strings() -> None:
+    from webgather.parse.requisites import css_urls, srcset_urls, stylesheet_requisites
+
+    css = ('@charset "utf-8"; @import url("a.css") screen; @import \'b.css\';\n'
+           '@font-face { font-family: X; src: url(f.woff2) format("woff2"), url( "g.woff" ) }\n'
+           '/* url(comment.png) */ h1 { background: url(../h.png); content: "url(string.png)" }\n'
+           '@media print { p { background-image: url(\'print.png\') } }')
+    assert css_urls(css) == ["a.css", "b.css", "f.woff2", "g.woff", "../h.png", "print.png"]
+    got = stylesheet_requisites("http://ex.com/css/x.css", css.encode())
+    assert [u for u, _ in got] == ["http://ex.com/css/a.css", "http://ex.com/css/b.css", "http://ex.com/css/f.woff2",
+                                   "http://ex.com/css/g.woff", "http://ex.com/h.png", "http://ex.com/css/print.png"]
+    assert srcset_urls(" a.png 1x,b,c.png 2x ,, d.png, e.png 100w") == ["a.png", "b,c.png", "d.png", "e.png"]
+    assert css_urls("(" * 50_000) == [] and css_urls("url(") == []
+
+
+VALID_CSS = [
+    '@charset "utf-8"; @import url("a.css") screen; @import \'b.css\';\n@font-face { font-family: X; src: '
+    'url(f.woff2) format("woff2"), url( "g.woff" ) }\n/* url(comment.png) */ h1 { background: url(../h.png); '
+    'content: "url(string.png)" }\n@media print { p { background-image: url(\'print.png\') } }',
+    'a{b:url(x\\)y.png)} c{d:URL("q\\"r.png")} @IMPORT "z.css"; e{f:url()} g{h:url(  )}',
+    "@import url(a) url(b);", "x{y:image-set(url(a.png) 1x, 'b.png' 2x)}", "a{b:xurl(c) -url(d) url(e)}",
+    '"unterminated url(a)\n b{c:url(d)}', "/* open comment url(x)", "@supports (display:grid) { a { b: url(s.png) } }",
+    ".a::after{content:'\\'url(no)'; background:url(yes.png)}",
+]
+
+
+@pytest.mark.parametrize("css", VALID_CSS)
+def test_the_fast_css_scan_finds_what_tinycss2_reading_everything_finds(css: str) -> None:
+    from webgather.parse.requisites import css_urls, css_urls_whole
+
+    assert css_urls(css) == css_urls_whole(css)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["url(", "@import", '"', "'", "/*", "*/", ")", "(", ";", "{", "\\", "\n",
+                                  " ", "a.png", "x", "URL("]), max_size=40))
+def test_the_css_scan_never_raises_and_finds_urls_only_at_landmarks(pieces: list[str]) -> None:
+    from webgather.parse.requisites import css_urls
+
+    css = "".join(pieces)
+    found = css_urls(css)
+    assert all(isinstance(url, str) and url.strip() for url in found)
+    assert len(found) <= css.lower().count("url(") + css.lower().count("@import")

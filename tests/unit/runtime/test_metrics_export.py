@@ -18,8 +18,8 @@ from webgather.runtime.metrics import ClusterSample, NodeSample, worker_metrics
 from webgather.runtime.metrics_export import NodeCollector, families
 from webgather.runtime.stats import FETCH_SECONDS_BUCKETS, CrawlStats
 
-METRIC_NAMES = [  # the README's list: a new or renamed metric must change it too
-    "webgather_node_info", "webgather_pages", "webgather_fetch_attempts", "webgather_fetch_retries",
+METRIC_NAMES = [  # docs/operating.md's list: a new or renamed metric must change it too
+    "webgather_node_info", "webgather_pages", "webgather_requisites", "webgather_fetch_attempts", "webgather_fetch_retries",
     "webgather_robots_fetches", "webgather_received_bytes", "webgather_links_found", "webgather_new_urls",
     "webgather_page_status", "webgather_page_errors", "webgather_fetch_duration_seconds",
     "webgather_queued_urls", "webgather_in_flight_urls", "webgather_seen_urls", "webgather_hosts",
@@ -69,7 +69,7 @@ def _sample() -> NodeSample:
     stats.record_attempt(0.02)
     stats.record_attempt(3.0)
     return NodeSample(
-        node="w1", counters={"pages": 2, "attempts": 2, "retries": 0, "robots_fetches": 1, "bytes_received": 900,
+        node="w1", counters={"pages": 2, "requisites": 3, "attempts": 2, "retries": 0, "robots_fetches": 1, "bytes_received": 900,
                              "links_found": 7, "urls_new": 5},
         status={200: 1, 404: 1}, errors={"robots": 3}, fetch_seconds_counts=tuple(stats.fetch_seconds_counts),
         fetch_seconds_sum=stats.fetch_seconds_sum,

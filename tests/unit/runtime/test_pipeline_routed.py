@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from webgather.config import ScopeConfig
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
@@ -95,3 +97,61 @@ def test_without_strip_rules_no_link_pays_a_clean_call_and_with_them_every_link_
     assert len(calls) == 2 + 3 + 2 and out.link_records is not None  # 3 links, 2 new items
     assert [r[0] for r in out.link_records] == ["http://a.test/x", "http://a.test/x", "http://b.test/y"]
     assert sorted(i.url for i in out.items) == ["http://a.test/x", "http://b.test/y"]
+
+
+def test_a_refresh_header_is_a_link_unless_it_reloads_the_page() -> None:
+    scope = Scope(ScopeConfig(mode="any"), [BASE])
+    body = b"<html><body>moved</body></html>"
+
+    def run(refresh: str) -> list[str]:
+        item = CrawlItem(BASE, fingerprint(BASE), depth=0)
+        headers = (("Content-Type", "text/html"), ("Refresh", refresh))
+        result = FetchResult(url=BASE, started_at=0.0, elapsed_s=0.01, status=200,
+                             response_headers=headers, raw_body=body, body=body)
+        out = extract(item, result, Decision(parse="page"), scope, HostFingerprints(), RoutedUrls(), want_text=False)
+        return [i.url for i in out.items]
+
+    assert run("0; url=/elsewhere") == ["http://a.test/elsewhere"]
+    assert run("10") == [] and run("0; url=/") == []
+
+
+def test_requisites_are_their_own_items_past_the_host_mode_and_keep_their_kind_through_a_redirect() -> None:
+    body = (b"<html><head><link rel=stylesheet href='http://cdn.test/s.css'></head>"
+            b"<body><img src='/i.png'><a href='http://b.test/y'>y</a></body></html>")
+    item = CrawlItem(BASE, fingerprint(BASE), depth=2, priority=2.0)
+    result = FetchResult(url=BASE, started_at=0.0, elapsed_s=0.01, status=200,
+                         response_headers=(("Content-Type", "text/html"),), raw_body=body, body=body)
+
+    def run(**scope: object) -> list[tuple[str, str, int]]:
+        out = extract(item, result, Decision(parse="page"), Scope(ScopeConfig(**scope), [BASE]),  # type: ignore[arg-type]
+                      HostFingerprints(), RoutedUrls(), want_text=False)
+        return [(i.url, i.kind, i.depth) for i in out.items]
+
+    assert run() == [("http://cdn.test/s.css", "requisite", 2), ("http://a.test/i.png", "requisite", 2)]
+    assert run(requisites_any_host=False) == [("http://a.test/i.png", "requisite", 2)]
+    assert run(requisites=False) == [] and run(requisite_hops=1) != []
+    css = CrawlItem("http://cdn.test/s.css", fingerprint("http://cdn.test/s.css"), depth=2, kind="requisite")
+    moved = extract(css, result, Decision(redirect_to="http://cdn2.test/s.css"), Scope(ScopeConfig(), [BASE]),
+                    HostFingerprints(), RoutedUrls())
+    assert [(i.url, i.kind) for i in moved.items] == [("http://cdn2.test/s.css", "requisite")]
+    html_requisite = extract(css, result, Decision(parse="page"), Scope(ScopeConfig(), [BASE]), HostFingerprints(),
+                             RoutedUrls())
+    assert html_requisite.items == [] and html_requisite.link_records is None  # not a page: no links, no graph
+    last = CrawlItem("http://a.test/x.css", fingerprint("http://a.test/x.css"), kind="requisite3")
+    sheet = FetchResult(url=last.url, started_at=0.0, elapsed_s=0.01, status=200,
+                        response_headers=(("Content-Type", "text/css"),), raw_body=b"a{b:url(c.png)}", body=b"a{b:url(c.png)}")
+    assert extract(last, sheet, Decision(), Scope(ScopeConfig(), [BASE]), HostFingerprints(), RoutedUrls()).items == []
+    second = replace(last, kind="requisite2")
+    assert [(i.url, i.kind) for i in extract(second, sheet, Decision(), Scope(ScopeConfig(), [BASE]), HostFingerprints(),
+                                             RoutedUrls()).items] == [("http://a.test/c.png", "requisite3")]
+
+
+def test_under_opic_requisites_carry_no_cash() -> None:
+    body = b"<html><body><img src='/i.png'><a href='/x'>x</a></body></html>"
+    item = CrawlItem(BASE, fingerprint(BASE), depth=0, priority=-1.0)
+    result = FetchResult(url=BASE, started_at=0.0, elapsed_s=0.01, status=200,
+                         response_headers=(("Content-Type", "text/html"),), raw_body=body, body=body)
+    out = extract(item, result, Decision(parse="page"), Scope(ScopeConfig(), [BASE]), HostFingerprints(), RoutedUrls(),
+                  want_text=False, opic=True)
+    cash = {i.url: i.priority for i in out.items}
+    assert cash == {"http://a.test/x": -1.0, "http://a.test/i.png": 0.0}
