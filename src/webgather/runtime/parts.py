@@ -29,6 +29,7 @@ from webgather.clock import Clock, SystemClock
 from webgather.runtime.page_hooks import HookFunctions, PageHooks
 from webgather.runtime.parse_pool import ParsePool
 from webgather.runtime.render_stage import RenderStage
+from webgather.runtime.robots_store import RobotsStore
 from webgather.runtime.stats import CrawlStats
 from webgather.scope import Scope
 from webgather.store.warc import ArchiveRef
@@ -52,7 +53,8 @@ def robots_gate(config: CrawlConfig) -> RobotsGate:
     robots = config.robots
     return RobotsGate(ttl_s=robots.ttl_s, error_retry_s=robots.error_retry_s, retry_factor=robots.retry_factor,
                       max_tries=robots.max_tries, max_hosts=robots.max_hosts, obey=robots.obey,
-                      min_gap_s=config.politeness.min_delay_s)
+                      min_gap_s=config.politeness.min_delay_s, unreachable_retry_s=robots.unreachable_retry_s,
+                      unreachable_tries=robots.unreachable_tries)
 
 
 class WriterPort:
@@ -130,6 +132,8 @@ class NodeParts:
     stats: CrawlStats
     parser: ParsePool
     """HTML parsing with a deadline (:mod:`webgather.runtime.parse_pool`)."""
+    robots_store: RobotsStore
+    """Every host's settled robots state, on disk (:mod:`webgather.runtime.robots_store`)."""
     page_hooks: PageHooks | None = None
     """The crawl's ``on_page`` / ``on_link`` hooks and their items file (:mod:`webgather.runtime.page_hooks`)."""
     render: RenderStage | None = None
@@ -162,6 +166,7 @@ async def open_parts(
         frontier = frontier_cls.open(out_dir / "state", config.frontier, config.politeness, n_buckets=n_buckets,
                                      max_pages_per_host=config.scope.max_pages_per_host)
         writer = ArchiveWriter.open(out_dir, node_id, config.store)
+        robots_store = RobotsStore.open(out_dir / "state")
         robots, scope = robots_gate(config), Scope(config.scope, seeds)
         stats = CrawlStats(started_at=clock.wall())
         failed = False
@@ -170,17 +175,17 @@ async def open_parts(
                     RenderStage.open(config.render, scope, robots, clock, cpus) as render:
                 yield NodeParts(
                     config, node_id, out_dir, clock, resolver, http, frontier,
-                    WriterPort(writer), robots, scope, stats, parser, page_hooks, render,
+                    WriterPort(writer), robots, scope, stats, parser, robots_store, page_hooks, render,
                 )
         except WriteFailed:
             failed = True
             raise
         finally:
-            await _close(parser, writer, frontier, page_hooks, after_failure=failed)
+            await _close(parser, writer, frontier, page_hooks, robots_store, after_failure=failed)
 
 
-async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, page_hooks: PageHooks | None, *,
-                 after_failure: bool) -> None:
+async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, page_hooks: PageHooks | None,
+                 robots_store: RobotsStore, *, after_failure: bool) -> None:
     """End the parser processes, drain and close the writer, then close (checkpoint) the
     frontier, each attempted.
 
@@ -199,7 +204,10 @@ async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, p
             try:
                 writer.close()
             finally:  # after a failed write too: what was journaled is checkpointed
-                frontier.close()
+                try:
+                    frontier.close()
+                finally:
+                    robots_store.close()
     except WriteFailed as exc:
         if not after_failure:
             raise
