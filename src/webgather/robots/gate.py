@@ -22,7 +22,8 @@ expired get :class:`FetchRobots`: a missing entry never reads as "allow".
 Failure schedule (:meth:`RobotsGate.failed`): a host that refuses the
 connection (error ``connect``) is retried ``unreachable_retry_s`` later, then
 twice that, and given up after ``unreachable_tries`` fetches in a row (1 s, 2 s,
-3 tries by default: a dead host holds nothing for long); any other failure
+3 tries by default: a dead host holds nothing for long; never longer nor more
+tries than the other failures' schedule); any other failure
 (5xx, 429, timeout, reset) waits ``error_retry_s`` x ``retry_factor``^(n-1)
 and is given up after ``max_tries`` (5 s, 15 s, 45 s, 4 tries by default,
 about a minute). A retry never comes sooner than the host's politeness gap.
@@ -202,14 +203,15 @@ class RobotsGate:
 
     def tries_for(self, reason: str) -> int:
         """Fetches that may fail in a row, the last one failing with ``reason``, before the host is given up."""
-        return self.unreachable_tries if reason in UNREACHABLE else self.max_tries
+        return min(self.unreachable_tries, self.max_tries) if reason in UNREACHABLE else self.max_tries
 
     def retry_wait_s(self, failures: int, reason: str = "") -> float:
         """Wait after the ``failures``-th failed fetch in a row (the schedule in the module
         docstring), never under ``min_gap_s`` (a retry is a request to the host like any other)."""
+        wait = self.error_retry_s * self.retry_factor ** (failures - 1)
         if reason in UNREACHABLE:
-            return max(self.unreachable_retry_s * 2.0 ** (failures - 1), self.min_gap_s)
-        return max(self.error_retry_s * self.retry_factor ** (failures - 1), self.min_gap_s)
+            wait = min(wait, self.unreachable_retry_s * 2.0 ** (failures - 1))
+        return max(wait, self.min_gap_s)
 
     def __len__(self) -> int:
         return len(self._settled) + len(self._unsettled)
