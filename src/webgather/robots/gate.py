@@ -157,6 +157,18 @@ class RobotsGate:
             return Wait(unsettled.at)
         return self._begin(host, unsettled.failures if unsettled is not None else 0)
 
+    def peek(self, host: str, url: str, now: float) -> Allow | Deny | None:
+        """:meth:`check` for a request the gate must not start anything for (a page's
+        subresource in the browser): the answer of live rules, else None. Changes nothing."""
+        if not self.obey:
+            return Allow(ALLOW_ALL)
+        settled = self._settled.get(host)
+        if isinstance(settled, _Known) and now < settled.expires_at:
+            return Allow(settled.rules) if settled.rules.allowed(url) else Deny("robots")
+        if isinstance(settled, Dead) and now < settled.until:
+            return Deny(settled.reason, settled.detail)
+        return None
+
     def hold(self, host: str, now: float, until: float) -> Wait | None:
         """A handed-over host: ask for its robots.txt no sooner than ``until`` (the politeness gap
         after the previous owner's last request). None if nothing is owed (rules known, a fetch

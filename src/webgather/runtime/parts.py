@@ -165,8 +165,7 @@ async def open_parts(
         resolver = Resolver.from_config(config.fetch, clock)
         frontier = frontier_cls.open(out_dir / "state", config.frontier, config.politeness, n_buckets=n_buckets,
                                      max_pages_per_host=config.scope.max_pages_per_host)
-        writer = ArchiveWriter.open(out_dir, node_id, config.store)
-        robots_store = RobotsStore.open(out_dir / "state")
+        writer, robots_store = ArchiveWriter.open(out_dir, node_id, config.store), RobotsStore.open(out_dir / "state")
         robots, scope = robots_gate(config), Scope(config.scope, seeds)
         stats = CrawlStats(started_at=clock.wall())
         failed = False

@@ -205,3 +205,15 @@ def test_counts_give_every_host_one_state() -> None:
     g.give_up("dead.example", 0.0, "robots_unavailable", "503 four times")
     assert g.counts(1.0) == {"allowed": 1, "dead": 1, "expired": 1, "fetching": 1, "waiting": 1}
     assert g.counts(500.0) == {"allowed": 0, "dead": 0, "expired": 3, "fetching": 1, "waiting": 1}
+
+
+def test_peek_answers_from_live_rules_only_and_starts_nothing() -> None:
+    g = gate()
+    assert g.peek(H, OPEN, 0.0) is None
+    assert g.check(H, OPEN, 0.0) == FetchRobots(0)  # peek did not make the host pending
+    g.learned(H, 1.0, RULES)
+    assert g.peek(H, OPEN, 2.0) == Allow(RULES) and g.peek(H, URL, 2.0) == Deny("robots")
+    assert g.peek(H, OPEN, 101.0) is None  # expired
+    g.give_up("d", 0.0, "dns", "host does not resolve")
+    assert g.peek("d", "http://d/", 1.0) == Deny("dns", "host does not resolve")
+    assert gate(obey=False).peek(H, URL, 0.0) == Allow(ALLOW_ALL)
