@@ -3,11 +3,12 @@
 A host's URLs wait (the frontier defers the host) until its robots.txt is
 known. Redirects are followed here, up to 5 hops (RFC 9309 section 2.3.1.2).
 4xx and redirect trouble (no usable Location, more than 5 hops) mean allow
-all; 5xx, 429 and network errors mean "disallow for now": the host stays deferred and the fetch is retried after
-``robots.error_retry_s`` (growing by ``robots.retry_factor``); after
-``robots.max_tries`` the gate gives up and the host's queued URLs are dropped
-with crawl-log error ``robots_unavailable``. A host that does not
-resolve is dropped at once with error ``dns`` (retrying DNS for ten minutes
+all; 5xx, 429 and network errors mean "disallow for now": the host stays
+deferred and the fetch is retried on the gate's schedule (a refused connection
+soon and few times, the others on ``robots.error_retry_s`` growing by
+``robots.retry_factor``: :mod:`webgather.robots.gate`), then the host's queued
+URLs are dropped with crawl-log error ``robots_unavailable``. A host that does
+not resolve is dropped at once with error ``dns`` (retrying DNS for minutes
 helps nobody), and so is one at an address the destination guard refuses
 (``forbidden_address``).
 
