@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,8 @@ from webgather.config import CrawlConfig, PolitenessConfig, RobotsConfig
 from webgather.store.crawllog import read_crawl_log
 
 Answer = tuple[int, bytes]
-"""(status, body) of a route; bodies are served as text/plain unless they start with '<'."""
+"""(status, body) of a route; bodies are served as text/plain unless they start with '<'; a 3xx's body
+is sent as its Location instead."""
 Routes = Callable[[str, str], Answer]
 """(host without port, path) -> answer."""
 
@@ -25,8 +27,15 @@ Routes = Callable[[str, str], Answer]
 @dataclass
 class RobotsWeb:
     routes: Routes
+    delay_s: Callable[[str, str], float] | None = None
+    """(host, path) -> seconds to wait before answering (None: answer at once)."""
     requests: list[tuple[str, str]] = field(default_factory=list)
     """(host, path) of every request, in arrival order."""
+    times: list[float] = field(default_factory=list)
+    """time.monotonic() at the arrival of each request (parallel to ``requests``)."""
+    most_at_once: int = 0
+    """The most requests the server was answering at one time."""
+    _answering: int = 0
     port: int = 0
     _server: asyncio.Server | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
@@ -62,9 +71,20 @@ class RobotsWeb:
                 host = next(v for k, _, v in (x.partition(": ") for x in lines[1:]) if k.lower() == "host")
                 host = host.rsplit(":", 1)[0]
                 self.requests.append((host, path))
-                status, body = self.routes(host, path)
+                self.times.append(time.monotonic())
+                self._answering += 1
+                self.most_at_once = max(self.most_at_once, self._answering)
+                try:
+                    if self.delay_s is not None:
+                        await asyncio.sleep(self.delay_s(host, path))
+                    status, body = self.routes(host, path)
+                finally:
+                    self._answering -= 1
                 kind = "text/html" if body.startswith(b"<") else "text/plain"
-                writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\nContent-Length: {len(body)}\r\n\r\n"
+                location = ""
+                if 300 <= status < 400:  # a redirect's body is its Location
+                    location, body = f"Location: {body.decode()}\r\n", b""
+                writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\n{location}Content-Length: {len(body)}\r\n\r\n"
                              .encode() + body)
                 await writer.drain()
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):

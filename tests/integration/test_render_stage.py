@@ -56,7 +56,7 @@ class FakeHttp:
 class HostsGate:
     """A robots gate whose answer is known for a.test (allowed) and c.test (denied) only."""
 
-    def check(self, host: str, url: str, now: float) -> object:
+    def peek(self, host: str, url: str, now: float) -> object:
         if host == "a.test":
             return Allow(ALLOW_ALL)
         return Deny("robots") if host == "c.test" else None

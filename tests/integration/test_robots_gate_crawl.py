@@ -18,7 +18,7 @@ from robots_web import Answer, RobotsWeb, closed_port, config_for, log_entries, 
 DISALLOW_PRIVATE = b"User-agent: *\nDisallow: /private/\n"
 
 
-async def test_rules_evicted_at_scale_are_fetched_again_and_obeyed(tmp_path: Path) -> None:
+async def test_rules_evicted_from_memory_are_had_from_disk_and_obeyed(tmp_path: Path) -> None:
     hosts = [f"h{i:02d}.test" for i in range(20)]
 
     def routes(host: str, path: str) -> Answer:
@@ -34,9 +34,29 @@ async def test_rules_evicted_at_scale_are_fetched_again_and_obeyed(tmp_path: Pat
     assert summary["finished"] is True
     assert web.paths("/private/") == [], "a disallowed URL was fetched"
     assert sorted(web.paths("/public/")) == sorted((h, p) for h in hosts for p in ("/public/a", "/public/b"))
-    assert len(web.paths("/robots.txt")) > len(hosts), "rules were never evicted: the test proves nothing"
+    assert sorted(web.paths("/robots.txt")) == sorted((h, "/robots.txt") for h in hosts), "asked twice within its TTL"
     denied = [e["url"] for e in log_entries(tmp_path) if e.get("error") == "robots"]
     assert sorted(denied) == sorted(web.url(h, "/private/secret") for h in hosts)
+
+
+async def test_more_hosts_than_max_hosts_every_page_fetched_one_robots_request_each(tmp_path: Path) -> None:
+    # the scaled-down livelock: rules evicted while the host's pages waited were fetched again, forever
+    hosts = [f"s{i:03d}.test" for i in range(300)]
+
+    def routes(host: str, path: str) -> Answer:
+        if path == "/robots.txt":
+            return 404, b"none"
+        if path == "/":
+            return 200, page("/a", "/b")
+        return 200, page()
+
+    config = config_for(tmp_path, hosts, RobotsConfig(max_hosts=100))
+    async with RobotsWeb(routes) as web:
+        summary = await asyncio.wait_for(run_crawl(config, [web.url(h) for h in hosts]), 120)
+    assert summary["finished"] is True
+    assert sorted(web.paths("/robots.txt")) == sorted((h, "/robots.txt") for h in hosts)
+    pages = sorted((h, p) for h, p in web.requests if p != "/robots.txt")
+    assert pages == sorted((h, p) for h in hosts for p in ("/", "/a", "/b"))
 
 
 async def test_changed_robots_txt_is_obeyed_after_the_rules_expire(tmp_path: Path) -> None:

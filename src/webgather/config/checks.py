@@ -38,6 +38,8 @@ def _crawl_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
         (config.robots.ttl_s > 0 and config.robots.error_retry_s >= 0, "robots.ttl_s must be > 0, error_retry_s >= 0"),
         (config.robots.retry_factor >= 1, "robots.retry_factor must be >= 1"),
         (config.robots.max_tries >= 1 and config.robots.max_hosts >= 1, "robots.max_tries and max_hosts must be >= 1"),
+        (config.robots.unreachable_tries >= 1 and config.robots.unreachable_retry_s >= 0,
+         "robots.unreachable_tries must be >= 1, unreachable_retry_s >= 0"),
         (config.parse.max_seconds > 0, "parse.max_seconds must be > 0"),
         (config.parse.workers >= 1, "parse.workers must be >= 1"),
         (config.parse.inline_max_tags >= 0 and config.parse.inline_max_bytes >= 0, "parse.inline_max_tags and inline_max_bytes must be >= 0"),

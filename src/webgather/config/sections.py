@@ -162,16 +162,21 @@ class RobotsConfig:
     """Fetch robots.txt and obey it (turn off only for servers you own: ``--ignore-robots``)."""
     ttl_s: float = 86400.0
     """Rules are obeyed this long, then robots.txt is fetched again before the host's next page."""
-    error_retry_s: float = 30.0
-    """After a 5xx or unreachable robots.txt the host is disallowed; first retried after this."""
+    error_retry_s: float = 5.0
+    """After a 5xx, 429 or timeout of robots.txt the host is disallowed; first retried after this."""
     max_bytes: int = 500 * 1024
     """RFC 9309: parse at least the first 500 KiB."""
-    retry_factor: float = 4.0
-    """Each further retry waits this many times longer (30 s, 2 min, 8 min by default)."""
+    retry_factor: float = 3.0
+    """Each further retry waits this many times longer (5 s, 15 s, 45 s by default)."""
     max_tries: int = 4
     """robots.txt fetches that may fail in a row before the host's URLs are dropped (robots_unavailable)."""
+    unreachable_retry_s: float = 1.0
+    """A host that refuses the connection is retried after this, then twice that (1 s, 2 s by default)."""
+    unreachable_tries: int = 3
+    """robots.txt fetches refused in a row before such a host's URLs are dropped (robots_unavailable)."""
     max_hosts: int = 10_000
-    """Hosts whose rules (or give-up) are kept; the least recently used is evicted and fetched again when needed."""
+    """Hosts whose rules (or give-up) are kept in memory; every host's are kept on disk too (DIR/state/robots.sqlite),
+    so an evicted host's robots.txt is fetched again only once its ttl_s has passed."""
 
 
 @dataclass(frozen=True, slots=True)

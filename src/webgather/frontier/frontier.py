@@ -173,14 +173,16 @@ class Frontier:
         self.policy.complete(host, now, response_time_s, error, retry_after_s, again=item.attempt > 0)
 
     def retry(self, item: CrawlItem, now: float, *, not_before: float, error: bool = True,
-              retry_after_s: float | None = None) -> None:
+              retry_after_s: float | None = None, skipped: bool = False) -> None:
         """Like :meth:`complete` for the host's clock, but ``item`` is parked (:mod:`.parked`) and goes
         back to its place in its host's queue with ``attempt + 1`` at ``not_before``. ``error=False``
-        (no request failed): it goes back at once, and the host waits until ``not_before``."""
+        (no request failed): it goes back at once, and the host waits until ``not_before``.
+        ``skipped``: no request was made; the host's clock is left as it was (but ``not_before``)."""
         self._touch(now)
         if item.fp in self._released or (host := self.in_flight_items.get(item.fp)) is None:
             raise FrontierError(f"{item.url!r} is not in flight, or was released (only completed then)")
-        self.policy.complete(host, now, None, error, retry_after_s, not_before=None if error else not_before, again=item.attempt > 0)
+        self.policy.complete(host, now, None, error, retry_after_s, not_before=None if error else not_before,
+                             skipped=skipped, again=item.attempt > 0)
         if error and not_before > now:  # due after the host's next request, not with it: see .parked
             self.parked.park(max(not_before, self.policy.turn_after_next(host)), host, item)
         else:

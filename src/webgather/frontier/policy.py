@@ -141,6 +141,23 @@ class Politeness:
         st = self.state(host)
         return st.next_allowed_at + self.delay_s(st, None)
 
+    def take_turn(self, host: str, now: float) -> float:
+        """Book the host's next turn for a request made outside the queues (a robots.txt
+        redirect to this host): returns when it may go, ``now`` at the earliest, and moves the
+        host's next allowed time one delay past it, so the host's own URLs (and the next
+        booking) keep their distance. A host deferred without end counts as free now."""
+        st = self.state(host)
+        at = max(now, st.next_allowed_at) if math.isfinite(st.next_allowed_at) else now
+        st.next_allowed_at = at + self.delay_s(st, None)
+        self._schedule(st, now)
+        return at
+
+    def over_ip_cap(self, host: str) -> bool:
+        """Has the host's address group more requests in flight than ``per_ip_connections``?
+        (It can once a host in flight learns its address: :meth:`set_host_ip`.)"""
+        st = self._hosts.get(host)
+        return st is not None and self._ip_active.get(st.group, 0) > self.config.per_ip_connections
+
     def backoff_s(self, errors: int) -> float:
         """Backoff after ``errors`` consecutive errors: base * 2**(errors-1), capped."""
         if errors <= 0:

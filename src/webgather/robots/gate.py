@@ -10,22 +10,34 @@ Per host the gate holds one of:
 * *waiting* - nothing may be asked before ``at``: a retry after a failed fetch,
   or a host handed over by another node, whose politeness gap is not over yet;
 * *known* - rules to obey until ``expires_at`` (``ttl_s`` after the fetch);
-* *dead* - given up (``robots_unavailable`` after ``max_tries`` failed fetches,
+* *dead* - given up (``robots_unavailable`` after too many failed fetches,
   ``dns``): its URLs are denied with that reason until ``ttl_s`` has passed.
 
 :meth:`RobotsGate.check` answers a URL about to be fetched with :class:`Allow`,
 :class:`Deny` (reason ``robots`` or the dead host's), :class:`Wait` (until a
 time, ``inf`` while a fetch is under way) or :class:`FetchRobots` (the host is
 pending from now on: fetch robots.txt first, then ask again). Known rules that
-expired, and hosts that were evicted, get :class:`FetchRobots`: a missing entry
-never reads as "allow". :meth:`RobotsGate.admit` is the same question asked
-when a host's URL is queued, so that robots.txt is fetched before the first
-page is due.
+expired get :class:`FetchRobots`: a missing entry never reads as "allow".
 
-Bounds: at most ``max_hosts`` settled entries (known and dead) are kept, the
-least recently asked-about evicted first; pending and waiting entries are never
-evicted (that would lose a failure count), and there are only as many as hosts
-with a robots fetch in flight or a retry ahead, which the frontier bounds.
+Failure schedule (:meth:`RobotsGate.failed`): a host that refuses the
+connection (error ``connect``) is retried ``unreachable_retry_s`` later, then
+twice that, and given up after ``unreachable_tries`` fetches in a row (1 s, 2 s,
+3 tries by default: a dead host holds nothing for long; never longer nor more
+tries than the other failures' schedule); any other failure
+(5xx, 429, timeout, reset) waits ``error_retry_s`` x ``retry_factor``^(n-1)
+and is given up after ``max_tries`` (5 s, 15 s, 45 s, 4 tries by default,
+about a minute). A retry never comes sooner than the host's politeness gap.
+
+Bounds: at most ``max_hosts`` settled entries (known and dead) are kept in
+memory, the least recently asked-about evicted first. Eviction loses nothing:
+the shell keeps every settled entry in the node's state on disk (a compact form,
+:mod:`webgather.robots.compact`) and, when an evicted host is asked about again
+(:class:`FetchRobots` with ``tries == 0``), hands it back with
+:meth:`RobotsGate.learned` / :meth:`RobotsGate.give_up` and its original
+expiry, so robots.txt is asked for again only once its ``ttl_s`` has passed.
+Pending and waiting entries are never evicted (that would lose a failure
+count); there are only as many as hosts with a robots fetch in flight or a
+retry ahead, which the frontier bounds.
 """
 
 from __future__ import annotations
@@ -100,20 +112,29 @@ class Dead:
 _Settled = _Known | Dead
 
 
+UNREACHABLE = frozenset({"connect"})
+"""Failure kinds of a host that is not there (refused, unreachable): the short schedule."""
+
+
 class RobotsGate:
     """robots.txt state of every host one node crawls; see the module docstring."""
 
-    def __init__(self, *, ttl_s: float = 86400.0, error_retry_s: float = 30.0, retry_factor: float = 4.0,
-                 max_tries: int = 4, max_hosts: int = 10_000, obey: bool = True, min_gap_s: float = 0.0) -> None:
+    def __init__(self, *, ttl_s: float = 86400.0, error_retry_s: float = 5.0, retry_factor: float = 3.0,
+                 max_tries: int = 4, max_hosts: int = 10_000, obey: bool = True, min_gap_s: float = 0.0,
+                 unreachable_retry_s: float = 1.0, unreachable_tries: int = 3) -> None:
         """``min_gap_s``: the host's politeness delay; a retry of its robots.txt never comes sooner."""
-        if max_tries < 1 or max_hosts < 1 or ttl_s <= 0 or error_retry_s < 0 or retry_factor < 1:
+        if (max_tries < 1 or max_hosts < 1 or ttl_s <= 0 or error_retry_s < 0 or retry_factor < 1
+                or unreachable_retry_s < 0 or unreachable_tries < 1):
             raise ConfigError(
-                "RobotsGate needs max_tries, max_hosts >= 1, ttl_s > 0, error_retry_s >= 0 and "
-                f"retry_factor >= 1; got {max_tries}, {max_hosts}, {ttl_s}, {error_retry_s}, {retry_factor}")
+                "RobotsGate needs max_tries, unreachable_tries, max_hosts >= 1, ttl_s > 0, error_retry_s >= 0, "
+                f"unreachable_retry_s >= 0 and retry_factor >= 1; got {max_tries}, {unreachable_tries}, {max_hosts}, "
+                f"{ttl_s}, {error_retry_s}, {unreachable_retry_s}, {retry_factor}")
         self.ttl_s = ttl_s
         self.error_retry_s = error_retry_s
         self.retry_factor = retry_factor
         self.max_tries = max_tries
+        self.unreachable_retry_s = unreachable_retry_s
+        self.unreachable_tries = unreachable_tries
         self.max_hosts = max_hosts
         self.obey = obey
         self.min_gap_s = min_gap_s
@@ -136,42 +157,54 @@ class RobotsGate:
             return Wait(unsettled.at)
         return self._begin(host, unsettled.failures if unsettled is not None else 0)
 
-    def admit(self, host: str, now: float, not_before: float | None = None) -> FetchRobots | Wait | None:
-        """A URL of ``host`` was queued: FetchRobots if its robots.txt is due now, Wait if a
-        fetch is owed later (``not_before``: a handed-over host's politeness gap), None if
-        the gate has a live answer already (or ``robots.obey`` is off)."""
-        if not self.obey or self._live_settled(host, now) is not None:
+    def peek(self, host: str, url: str, now: float) -> Allow | Deny | None:
+        """:meth:`check` for a request the gate must not start anything for (a page's
+        subresource in the browser): the answer of live rules, else None. Changes nothing."""
+        if not self.obey:
+            return Allow(ALLOW_ALL)
+        settled = self._settled.get(host)
+        if isinstance(settled, _Known) and now < settled.expires_at:
+            return Allow(settled.rules) if settled.rules.allowed(url) else Deny("robots")
+        if isinstance(settled, Dead) and now < settled.until:
+            return Deny(settled.reason, settled.detail)
+        return None
+
+    def hold(self, host: str, now: float, until: float) -> Wait | None:
+        """A handed-over host: ask for its robots.txt no sooner than ``until`` (the politeness gap
+        after the previous owner's last request). None if nothing is owed (rules known, a fetch
+        under way, ``until`` past, or ``robots.obey`` off)."""
+        if not self.obey or until <= now or self._live_settled(host, now) is not None:
             return None
         unsettled = self._unsettled.get(host)
-        if unsettled is not None:
-            due = isinstance(unsettled, Waiting) and now >= unsettled.at
-            return self._begin(host, unsettled.failures) if due else None
-        if not_before is not None and not_before > now:
-            self._unsettled[host] = Waiting(not_before, 0)
-            return Wait(not_before)
-        return self._begin(host, 0)
+        if isinstance(unsettled, _Pending):
+            return None
+        failures = unsettled.failures if unsettled is not None else 0
+        at = max(until, unsettled.at) if unsettled is not None else until
+        self._unsettled[host] = Waiting(at, failures, unsettled.reason if unsettled is not None else "")
+        return Wait(at)
 
-    def learned(self, host: str, now: float, rules: RobotsRules) -> None:
-        """The host's robots.txt gave ``rules`` (ALLOW_ALL after a 4xx): obey them for ``ttl_s``."""
+    def learned(self, host: str, now: float, rules: RobotsRules, expires_at: float | None = None) -> None:
+        """The host's robots.txt gave ``rules`` (ALLOW_ALL after a 4xx): obey them for ``ttl_s``
+        (or until ``expires_at``: rules kept from an earlier fetch, handed back by the shell)."""
         self._unsettled.pop(host, None)
-        self._settle(host, _Known(rules, now + self.ttl_s))
+        self._settle(host, _Known(rules, now + self.ttl_s if expires_at is None else expires_at))
 
     def failed(self, host: str, now: float, reason: str) -> Waiting | Dead:
-        """The fetch failed (``reason``: an error kind or ``http 503``): retry later, or give up
-        once ``max_tries`` fetches in a row failed."""
+        """The fetch failed (``reason``: an error kind or ``HTTP 503``): retry later, or give up
+        once too many fetches in a row failed (the schedule in the module docstring)."""
         previous = self._unsettled.pop(host, None)
         failures = (previous.failures if previous is not None else 0) + 1
-        if failures >= self.max_tries:
+        if failures >= self.tries_for(reason):
             return self.give_up(host, now, "robots_unavailable",
                                 f"robots.txt failed {failures} times in a row, last: {reason}")
         self._settled.pop(host, None)
-        waiting = self._unsettled[host] = Waiting(now + self.retry_wait_s(failures), failures, reason)
+        waiting = self._unsettled[host] = Waiting(now + self.retry_wait_s(failures, reason), failures, reason)
         return waiting
 
-    def give_up(self, host: str, now: float, reason: str, detail: str) -> Dead:
-        """Deny every URL of ``host`` with ``reason`` for ``ttl_s`` (then it is tried afresh)."""
+    def give_up(self, host: str, now: float, reason: str, detail: str, until: float | None = None) -> Dead:
+        """Deny every URL of ``host`` with ``reason`` for ``ttl_s`` (or until ``until``), then try afresh."""
         self._unsettled.pop(host, None)
-        dead = Dead(reason, detail, now + self.ttl_s)
+        dead = Dead(reason, detail, now + self.ttl_s if until is None else until)
         self._settle(host, dead)
         return dead
 
@@ -180,10 +213,17 @@ class RobotsGate:
         self._settled.pop(host, None)
         self._unsettled.pop(host, None)
 
-    def retry_wait_s(self, failures: int) -> float:
-        """Wait after the ``failures``-th failed fetch in a row: error_retry_s x factor^(n-1), and
-        never under ``min_gap_s`` (a retry is a request to the host like any other)."""
-        return max(self.error_retry_s * self.retry_factor ** (failures - 1), self.min_gap_s)
+    def tries_for(self, reason: str) -> int:
+        """Fetches that may fail in a row, the last one failing with ``reason``, before the host is given up."""
+        return min(self.unreachable_tries, self.max_tries) if reason in UNREACHABLE else self.max_tries
+
+    def retry_wait_s(self, failures: int, reason: str = "") -> float:
+        """Wait after the ``failures``-th failed fetch in a row (the schedule in the module
+        docstring), never under ``min_gap_s`` (a retry is a request to the host like any other)."""
+        wait = self.error_retry_s * self.retry_factor ** (failures - 1)
+        if reason in UNREACHABLE:
+            wait = min(wait, self.unreachable_retry_s * 2.0 ** (failures - 1))
+        return max(wait, self.min_gap_s)
 
     def __len__(self) -> int:
         return len(self._settled) + len(self._unsettled)

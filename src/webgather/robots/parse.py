@@ -62,13 +62,14 @@ def product_token(user_agent: str) -> str:
 class RobotsRules:
     """What one host's robots.txt says to one user agent. Read-only after construction."""
 
-    __slots__ = ("_crawl_delay_s", "_default", "_parser", "_sitemaps", "_token")
+    __slots__ = ("_crawl_delay_s", "_default", "_parser", "_sitemaps", "_text", "_token")
 
-    def __init__(self, parser: Protego | None, token: str, default: bool = True) -> None:
+    def __init__(self, parser: Protego | None, token: str, default: bool = True, text: str | None = None) -> None:
         """Prefer :meth:`from_bytes`, :data:`ALLOW_ALL` or :data:`DISALLOW_ALL`."""
         self._parser = parser
         self._token = token
         self._default = default
+        self._text = text
         self._crawl_delay_s = parser.crawl_delay(token) if parser is not None else None
         self._sitemaps = tuple(parser.sitemaps) if parser is not None else ()
 
@@ -76,6 +77,21 @@ class RobotsRules:
     def crawl_delay_s(self) -> float | None:
         """``Crawl-delay`` of our group in seconds, or None (clamping is politeness's job)."""
         return self._crawl_delay_s
+
+    @property
+    def text(self) -> str | None:
+        """The robots.txt text these rules were parsed from (None for ALLOW_ALL and DISALLOW_ALL)."""
+        return self._text
+
+    @property
+    def token(self) -> str:
+        """The product token the groups were matched against."""
+        return self._token
+
+    @property
+    def default(self) -> bool:
+        """Without parsed text: whether everything is allowed (ALLOW_ALL) or nothing (DISALLOW_ALL)."""
+        return self._default
 
     @property
     def sitemaps(self) -> tuple[str, ...]:
@@ -93,7 +109,8 @@ class RobotsRules:
     def from_text(cls, text: str, user_agent: str) -> RobotsRules:
         """As :meth:`from_bytes`, for text already decoded (no size limit applied)."""
         token = product_token(user_agent)
-        return cls(Protego.parse(text.lstrip("\ufeff")), token)
+        text = text.lstrip("\ufeff")
+        return cls(Protego.parse(text), token, text=text)
 
     def allowed(self, url: str) -> bool:
         """May ``url`` (absolute, or a path) be fetched? A URL that cannot be split is not."""

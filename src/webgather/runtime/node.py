@@ -8,7 +8,7 @@ is the 500-lines pattern: stop dispatching, let fetches in flight finish
 (bounded by ``drain_timeout_s``), then flush the archive and the frontier.
 
 Robots: every URL is put to the node's robots gate before it is fetched; a host's
-URLs wait in the frontier while its robots.txt is owed (:mod:`webgather.runtime.robots_driver`).
+robots.txt is fetched in the slot of its first URL (:mod:`webgather.runtime.robots_driver`).
 """
 
 from __future__ import annotations
@@ -80,10 +80,9 @@ class CrawlNode:
 
     # -- routing ------------------------------------------------------------
     def add_local(self, items: list[CrawlItem], now: float) -> list[CrawlItem]:
-        """Seen-test and enqueue items this node owns; start robots for new hosts."""
+        """Seen-test and enqueue items this node owns."""
         fresh = self.parts.frontier.add(items, now)
         self.stats.urls_new += len(fresh)
-        self._robots.admit(fresh)
         if fresh:
             self._wakeup.set()
         return fresh
@@ -131,7 +130,6 @@ class CrawlNode:
 
     async def run(self) -> None:
         """Crawl until the frontier is empty, max_pages is reached, or stop()."""
-        self._robots.resume()  # after a restart, queued hosts need their robots.txt again
         with crawl_pace():  # fewer young-generation GC passes (runtime.gc_pace)
             async with asyncio.TaskGroup() as group:
                 await self._dispatch(group)

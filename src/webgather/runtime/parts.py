@@ -30,6 +30,7 @@ from webgather.clock import Clock, SystemClock
 from webgather.runtime.page_hooks import HookFunctions, PageHooks
 from webgather.runtime.parse_pool import ParsePool
 from webgather.runtime.render_stage import RenderStage
+from webgather.runtime.robots_store import RobotsStore
 from webgather.runtime.stats import CrawlStats
 from webgather.scope import Scope
 from webgather.store.warc import ArchiveRef
@@ -53,7 +54,8 @@ def robots_gate(config: CrawlConfig) -> RobotsGate:
     robots = config.robots
     return RobotsGate(ttl_s=robots.ttl_s, error_retry_s=robots.error_retry_s, retry_factor=robots.retry_factor,
                       max_tries=robots.max_tries, max_hosts=robots.max_hosts, obey=robots.obey,
-                      min_gap_s=config.politeness.min_delay_s)
+                      min_gap_s=config.politeness.min_delay_s, unreachable_retry_s=robots.unreachable_retry_s,
+                      unreachable_tries=robots.unreachable_tries)
 
 
 class WriterPort:
@@ -131,6 +133,8 @@ class NodeParts:
     stats: CrawlStats
     parser: ParsePool
     """HTML parsing with a deadline (:mod:`webgather.runtime.parse_pool`)."""
+    robots_store: RobotsStore
+    """Every host's settled robots state, on disk (:mod:`webgather.runtime.robots_store`)."""
     page_hooks: PageHooks | None = None
     """The crawl's ``on_page`` / ``on_link`` hooks and their items file (:mod:`webgather.runtime.page_hooks`)."""
     render: RenderStage | None = None
@@ -162,7 +166,7 @@ async def open_parts(
         resolver = Resolver.from_config(config.fetch, clock)
         frontier = frontier_cls.open(out_dir / "state", config.frontier, config.politeness, n_buckets=n_buckets,
                                      max_pages_per_host=config.scope.max_pages_per_host)
-        writer = ArchiveWriter.open(out_dir, node_id, config.store)
+        writer, robots_store = ArchiveWriter.open(out_dir, node_id, config.store), RobotsStore.open(out_dir / "state")
         robots, scope = robots_gate(config), Scope(config.scope, seeds)
         stats = CrawlStats(started_at=clock.wall())
         failed = False
@@ -172,12 +176,12 @@ async def open_parts(
                 with _kept_cookies(config, out_dir) as jar:
                     yield NodeParts(config, node_id, out_dir, clock, resolver,
                                     http if jar is None else CookieHttp(http, jar), frontier, WriterPort(writer),
-                                    robots, scope, stats, parser, page_hooks, render)
+                                    robots, scope, stats, parser, robots_store, page_hooks, render)
         except WriteFailed:
             failed = True
             raise
         finally:
-            await _close(parser, writer, frontier, page_hooks, after_failure=failed)
+            await _close(parser, writer, frontier, page_hooks, robots_store, after_failure=failed)
 
 
 COOKIES_FILE = Path("state") / "cookies.json"
@@ -205,8 +209,8 @@ def _kept_cookies(config: CrawlConfig, out_dir: Path) -> Iterator[CrawlCookies |
             _log.warning("cookies not kept for the next run: %s", exc)
 
 
-async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, page_hooks: PageHooks | None, *,
-                 after_failure: bool) -> None:
+async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, page_hooks: PageHooks | None,
+                 robots_store: RobotsStore, *, after_failure: bool) -> None:
     """End the parser processes, drain and close the writer, then close (checkpoint) the
     frontier, each attempted.
 
@@ -225,7 +229,10 @@ async def _close(parser: ParsePool, writer: ArchiveWriter, frontier: Frontier, p
             try:
                 writer.close()
             finally:  # after a failed write too: what was journaled is checkpointed
-                frontier.close()
+                try:
+                    frontier.close()
+                finally:
+                    robots_store.close()
     except WriteFailed as exc:
         if not after_failure:
             raise

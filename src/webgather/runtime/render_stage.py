@@ -120,7 +120,7 @@ class RenderStage:
             canonical = canonicalize(url)
             if canonical is None or self._scope.reject(canonical, item.depth) is not None:
                 return None
-            allowed = self._robots.check(host_key(canonical), canonical, self._clock.monotonic())
+            allowed = self._robots.peek(host_key(canonical), canonical, self._clock.monotonic())
             if not isinstance(allowed, Allow):
                 return None
             got = await http.fetch(canonical)

@@ -3,18 +3,23 @@
 A host's URLs wait (the frontier defers the host) until its robots.txt is
 known. Redirects are followed here, up to 5 hops (RFC 9309 section 2.3.1.2).
 4xx and redirect trouble (no usable Location, more than 5 hops) mean allow
-all; 5xx, 429 and network errors mean "disallow for now": the host stays deferred and the fetch is retried after
-``robots.error_retry_s`` (growing by ``robots.retry_factor``); after
-``robots.max_tries`` the gate gives up and the host's queued URLs are dropped
-with crawl-log error ``robots_unavailable``. A host that does not
-resolve is dropped at once with error ``dns`` (retrying DNS for ten minutes
+all; 5xx, 429 and network errors mean "disallow for now": the host stays
+deferred and the fetch is retried on the gate's schedule (a refused connection
+soon and few times, the others on ``robots.error_retry_s`` growing by
+``robots.retry_factor``: :mod:`webgather.robots.gate`), then the host's queued
+URLs are dropped with crawl-log error ``robots_unavailable``. A host that does
+not resolve is dropped at once with error ``dns`` (retrying DNS for minutes
 helps nobody), and so is one at an address the destination guard refuses
 (``forbidden_address``).
+
+Every request, the first and each redirect hop, is preceded by ``before(url)``:
+the driver books the politeness turn of the URL's host there (the host's own
+clock, or a redirect target's, so many hosts redirecting to one hub do not
+flood it).
 """
 
 from __future__ import annotations
 
-import asyncio
 import zlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -46,17 +51,17 @@ async def fetch_robots(
     fetch: Callable[[str], Awaitable[FetchResult]],
     user_agent: str,
     max_bytes: int,
-    hop_delay_s: float = 0.0,
+    before: Callable[[str], Awaitable[None]] | None = None,
 ) -> RobotsOutcome:
     """Fetch ``origin + /robots.txt`` following redirects; classify per RFC 9309.
 
-    Redirect hops are ``hop_delay_s`` apart: they are requests like any other.
+    ``before(url)`` is awaited before each request (politeness: see the module docstring).
     """
     url = origin + "/robots.txt"
     results: list[FetchResult] = []
-    for hop in range(MAX_ROBOTS_REDIRECTS + 1):
-        if hop and hop_delay_s > 0:
-            await asyncio.sleep(hop_delay_s)
+    for _hop in range(MAX_ROBOTS_REDIRECTS + 1):
+        if before is not None:
+            await before(url)
         result = await fetch(url)
         results.append(result)
         status = result.status

@@ -173,6 +173,18 @@ def test_skipped_completion_frees_the_host_at_once(open_frontier) -> None:  # ty
     assert f.next_ready(1.0)[0] is not None
 
 
+def test_a_skipped_retry_puts_the_item_back_and_leaves_the_hosts_clock(open_frontier) -> None:  # type: ignore[no-untyped-def]
+    f = open_frontier(PolitenessConfig(min_delay_s=30.0))
+    f.add([item("http://a.test/1")], 0.0)
+    got, _ = f.next_ready(0.0)
+    assert got is not None
+    f.retry(got, 1.0, not_before=1.0, error=False, skipped=True)  # no request was made: no 30 s gap
+    again, _ = f.next_ready(1.0)
+    assert again is not None and again.url == got.url
+    f.retry(again, 2.0, not_before=2.0, error=False)  # a request was made (robots.txt): the gap counts
+    assert f.next_ready(2.0) == (None, 32.0)
+
+
 def test_bucket_hand_off_moves_items_seen_keys_and_clocks(open_frontier) -> None:  # type: ignore[no-untyped-def]
     old, new = open_frontier(), open_frontier()
     urls = [f"http://h{i}.test/p{j}" for i in range(12) for j in range(3)]

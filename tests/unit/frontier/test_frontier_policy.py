@@ -211,3 +211,26 @@ def test_stale_waiting_entries_do_not_pile_up() -> None:
             p.defer(f"h{h}", 1e9 + round_, 0.0)
     assert len(p._waiting) <= 4 * 40 + 1024 + 1
     assert p.next_ready(1e9 + 49)[0] is not None
+
+
+def test_take_turn_books_successive_turns_one_delay_apart_and_holds_the_hosts_own_urls() -> None:
+    p = make(min_delay_s=1.0)
+    assert [p.take_turn("hub", 10.0) for _ in range(3)] == [10.0, 11.0, 12.0]
+    p.set_head("hub", 0.0, 10.5)
+    assert p.next_ready(10.5) == (None, 13.0)  # its own URL comes after the booked turns
+    p.set_crawl_delay("slow", 5.0)
+    assert p.take_turn("slow", 0.0) == 0.0 and p.take_turn("slow", 1.0) == 5.0
+    p.defer("held", math.inf, 0.0)
+    assert p.take_turn("held", 2.0) == 2.0  # deferred without end (its robots.txt is owed): free now
+
+
+def test_a_host_learning_its_address_can_find_the_address_over_its_cap() -> None:
+    p = make(per_ip_connections=2)
+    for host in ("a", "b", "c"):
+        p.set_head(host, 0.0, 0.0)
+        fetch_once(p, host, 0.0)  # each its own group while its address is unknown
+    p.set_host_ip("a", "10.0.0.1", 0.0)
+    p.set_host_ip("b", "10.0.0.1", 0.0)
+    assert not p.over_ip_cap("a")
+    p.set_host_ip("c", "10.0.0.1", 0.0)
+    assert p.over_ip_cap("c") and not p.over_ip_cap("unknown")
