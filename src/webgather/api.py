@@ -175,23 +175,20 @@ class Crawl:
     async def _run_redis_node(self, out: Path) -> dict[str, Any]:
         """This process as one node of the Redis crawl (``crawl --redis`` with seeds, ``node`` without)."""
         from webgather.commands.node import connect_crawl, default_node_id
-        from webgather.runtime.cluster_crawl import join_crawl, run_cluster_node, start_crawl
+        from webgather.config.local import local_of
+        from webgather.runtime.cluster_crawl import join_crawl, start_crawl
+        from webgather.runtime.launch import launch_node, node_config
 
         assert self.redis is not None and self.crawl_id is not None
         config, node = self.config, default_node_id()
-        local: dict[str, Any] = {"fetch.source_address": config.fetch.source_address, "metrics": config.metrics,
-                 "fetch.concurrency": config.fetch.concurrency, "pin_cpu": config.pin_cpu,
-                 "hooks.items": config.hooks.items}
         backend = await connect_crawl(self.redis, self.crawl_id, config.cluster.n_buckets if self.seeds else None)
         try:
             if self.seeds:
                 found = await start_crawl(backend, config, self.seeds, nodes=[node])
-                joined = found.crawl_config(out_dir=str(out), progress=False, **local)
             else:
-                joined, found = await join_crawl(backend, out_dir=str(out), progress=False, **local)
-                _same_hooks(config, joined)
-            return await run_cluster_node(backend, joined, node_id=node, nodes_dir=out / "nodes", epoch=found.epoch,
-                                          handle_signals=True, hooks=self.hooks)
+                found = await join_crawl(backend)
+                _same_hooks(config, node_config(found, local_of(config), out=out))
+            return await launch_node(backend, found, local_of(config), node_id=node, out=out, hooks=self.hooks)
         finally:
             await backend.aclose()
 
