@@ -92,8 +92,9 @@ def print_cluster_summary(summary: dict[str, Any]) -> None:
     for node, figures in summary["nodes"].items():
         print(f"  {node}: {figures['pages']} pages, {figures['pages_per_s']} pages/s, ended: {figures['end']}")
     cross = summary["cross"]
+    per_page = "" if cross.get("messages_per_page") is None else f"{cross['messages_per_page']} messages/page, "
     print(f"cross URLs: {cross.get('urls', 0)} in {cross.get('messages', 0)} messages "
-          f"({cross['messages_per_page']} messages/page, {cross.get('bytes', 0)} bytes), "
+          f"({per_page}{cross.get('bytes', 0)} bytes), "
           f"{cross.get('cache_saved', 0)} saved by the sent-URL cache")
     print(f"load balance: variance of per-node share per {load['interval_s']:g} s interval: "
           f"mean {var:.2e}" if var is not None else "load balance: not enough intervals")
