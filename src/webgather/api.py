@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webgather.config import CrawlConfig, load
+from webgather.config import CrawlConfig, layers, load
 from webgather.config.checks import validate
 from webgather.errors import ConfigError
 from webgather.runtime.item_sinks import ItemSink, check_items_format
@@ -265,10 +265,16 @@ def _same_hooks(mine: CrawlConfig, joined: CrawlConfig) -> None:
 
 def _config_of(config: CrawlConfig | str | os.PathLike[str] | None, out: str | os.PathLike[str] | None) -> CrawlConfig:
     """The crawl's config: a ``CrawlConfig`` as given (``out`` replacing its ``out_dir``), else loaded
-    as the command line loads it (file, then ``WEBGATHER_*``, then ``out``)."""
+    as the command line loads it (file, then ``WEBGATHER_*``, then ``out``; over the stored settings
+    of a crawl ``out`` holds, :func:`~webgather.commands.options.over_stored`)."""
     if isinstance(config, CrawlConfig):
         return dataclasses.replace(config, out_dir=os.fspath(out)) if out is not None else config
     if config is not None and not isinstance(config, (str, os.PathLike)):
         raise ConfigError(f"config must be a CrawlConfig, a TOML file's path or None, not a {type(config).__name__}")
-    return load(Path(config) if config is not None else None, None,
-                {"out_dir": os.fspath(out) if out is not None else None})
+    from webgather.cluster.definition import read_saved
+    from webgather.commands.options import over_stored
+
+    file, cli = Path(config) if config is not None else None, {"out_dir": os.fspath(out) if out is not None else None}
+    loaded = load(file, None, cli)
+    stored = read_saved(loaded.out_dir)  # a resume: the crawl's stored settings, as on the command line
+    return loaded if stored is None else over_stored(stored, layers(file, None, cli), loaded.out_dir)

@@ -72,7 +72,7 @@ class CrawlNode:
         self._hooks = hooks
         self._page_permit = page_permit
         self._page_hooks = parts.page_hooks
-        self._robots = RobotsDriver(parts, self._route, self._wakeup.set, hooks, self.fail)
+        self._robots = RobotsDriver(parts, self._route, self._wakeup.set, hooks, self.fail, self._slots)
         self.robots_busy = self._robots.busy
         """Hosts whose robots.txt request is under way."""
         self.failure: WriteFailed | None = None

@@ -48,9 +48,11 @@ class RobotsDriver:
     """The node's robots.txt work: see the module docstring."""
 
     def __init__(self, parts: NodeParts, route: Route, wake: Callable[[], None], hooks: FetchHooks | None,
-                 write_failed: Callable[[WriteFailed], None]) -> None:
-        """``write_failed``: a robots.txt answer could not be stored (disk full): the node stops."""
+                 write_failed: Callable[[WriteFailed], None], slots: asyncio.Semaphore) -> None:
+        """``write_failed``: a robots.txt answer could not be stored (disk full): the node stops.
+        ``slots``: the node's ``fetch.concurrency`` slots, which a robots.txt request takes one of too."""
         self.parts = parts
+        self._slots = slots
         self._write_failed = write_failed
         self.gate: RobotsGate = parts.robots
         self._route = route
@@ -136,10 +138,11 @@ class RobotsDriver:
         if known is not None:  # a re-crawl cycle reuses rules fetched within robots.ttl_s
             self._learned(host, known)
             return
-        outcome = await fetch_robots(
-            origin, parts.http.fetch, parts.config.fetch.user_agent, parts.config.robots.max_bytes,
-            hop_delay_s=parts.config.politeness.min_delay_s,
-        )
+        async with self._slots:
+            outcome = await fetch_robots(
+                origin, parts.http.fetch, parts.config.fetch.user_agent, parts.config.robots.max_bytes,
+                hop_delay_s=parts.config.politeness.min_delay_s,
+            )
         for result in outcome.results:
             parts.stats.robots_fetches += 1
             await parts.writer.write(result, robots_entry(result, parts.node_id), None)
