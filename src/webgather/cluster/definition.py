@@ -173,11 +173,13 @@ async def read(backend: Backend) -> CrawlDefinition | None:
 
 
 def save(out_dir: str | Path, definition: CrawlDefinition) -> None:
-    """Keep ``definition`` as ``out_dir/definition.json`` (atomically; unchanged: nothing written)."""
+    """Keep ``definition`` as ``out_dir/definition.json`` (atomically; the same settings and seeds:
+    nothing written, so a resume on a full disk gets as far as before)."""
     path = Path(out_dir) / DEFINITION_FILE
     text = definition.to_text()
     try:
-        if path.exists() and path.read_text(encoding="utf-8") == text:
+        kept = read_saved(out_dir)
+        if kept is not None and (kept.config, kept.seeds) == (definition.config, definition.seeds):
             return
         temp = path.with_name(f".{DEFINITION_FILE}.{os.getpid()}.tmp")
         temp.write_text(text, encoding="utf-8")
@@ -189,6 +191,8 @@ def save(out_dir: str | Path, definition: CrawlDefinition) -> None:
 def read_saved(out_dir: str | Path) -> CrawlDefinition | None:
     """The definition kept in ``out_dir`` (None: a crawl from before it was kept, or no crawl there)."""
     path = Path(out_dir) / DEFINITION_FILE
+    if not Path(out_dir).is_dir():  # none yet, or not a directory (the caller says what is wrong with it)
+        return None
     try:
         return CrawlDefinition.from_text(path.read_text(encoding="utf-8"))
     except FileNotFoundError:

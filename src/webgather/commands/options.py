@@ -194,14 +194,16 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
 
 
 RESUMABLE = frozenset({"max_pages"})
-"""Settings of a crawl's definition that a resume may change (a higher ``--max-pages`` continues it);
-its node settings (``config.local``) and re-crawl settings are not in the definition, and change freely."""
+"""Settings of a crawl's definition that each run gives anew (a resume without ``--max-pages`` has no
+limit, a higher one continues the crawl); its node settings (``config.local``) and re-crawl settings are
+not in the definition, and change freely too."""
 
 
 def over_stored(stored: CrawlDefinition, given: list[tuple[str, dict[str, Any]]], out: str) -> CrawlConfig:
     """The crawl's stored settings with those ``given`` (the layers over the defaults) that may change;
     one that may not and differs is refused in one line (start a new crawl to change it)."""
-    values: dict[str, Any] = {**stored.config, "seeds": list(stored.seeds)}
+    values: dict[str, Any] = {k: v for k, v in stored.config.items() if k not in RESUMABLE}
+    values["seeds"] = list(stored.seeds)
     for _source, layer in given:
         values.update(layer)
     config = load(None, {}, values)
