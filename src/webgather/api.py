@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webgather.config import CrawlConfig, load
+from webgather.config import CrawlConfig, layers, load
 from webgather.config.checks import validate
 from webgather.errors import ConfigError
 from webgather.runtime.item_sinks import ItemSink, check_items_format
@@ -175,23 +175,20 @@ class Crawl:
     async def _run_redis_node(self, out: Path) -> dict[str, Any]:
         """This process as one node of the Redis crawl (``crawl --redis`` with seeds, ``node`` without)."""
         from webgather.commands.node import connect_crawl, default_node_id
-        from webgather.runtime.cluster_crawl import join_crawl, run_cluster_node, start_crawl
+        from webgather.config.local import local_of
+        from webgather.runtime.cluster_crawl import join_crawl, start_crawl
+        from webgather.runtime.launch import launch_node, node_config
 
         assert self.redis is not None and self.crawl_id is not None
         config, node = self.config, default_node_id()
-        local: dict[str, Any] = {"fetch.source_address": config.fetch.source_address, "metrics": config.metrics,
-                 "fetch.concurrency": config.fetch.concurrency, "pin_cpu": config.pin_cpu,
-                 "hooks.items": config.hooks.items}
         backend = await connect_crawl(self.redis, self.crawl_id, config.cluster.n_buckets if self.seeds else None)
         try:
             if self.seeds:
                 found = await start_crawl(backend, config, self.seeds, nodes=[node])
-                joined = found.crawl_config(out_dir=str(out), progress=False, **local)
             else:
-                joined, found = await join_crawl(backend, out_dir=str(out), progress=False, **local)
-                _same_hooks(config, joined)
-            return await run_cluster_node(backend, joined, node_id=node, nodes_dir=out / "nodes", epoch=found.epoch,
-                                          handle_signals=True, hooks=self.hooks)
+                found = await join_crawl(backend)
+                _same_hooks(config, node_config(found, local_of(config), out=out))
+            return await launch_node(backend, found, local_of(config), node_id=node, out=out, hooks=self.hooks)
         finally:
             await backend.aclose()
 
@@ -268,10 +265,16 @@ def _same_hooks(mine: CrawlConfig, joined: CrawlConfig) -> None:
 
 def _config_of(config: CrawlConfig | str | os.PathLike[str] | None, out: str | os.PathLike[str] | None) -> CrawlConfig:
     """The crawl's config: a ``CrawlConfig`` as given (``out`` replacing its ``out_dir``), else loaded
-    as the command line loads it (file, then ``WEBGATHER_*``, then ``out``)."""
+    as the command line loads it (file, then ``WEBGATHER_*``, then ``out``; over the stored settings
+    of a crawl ``out`` holds, :func:`~webgather.commands.options.over_stored`)."""
     if isinstance(config, CrawlConfig):
         return dataclasses.replace(config, out_dir=os.fspath(out)) if out is not None else config
     if config is not None and not isinstance(config, (str, os.PathLike)):
         raise ConfigError(f"config must be a CrawlConfig, a TOML file's path or None, not a {type(config).__name__}")
-    return load(Path(config) if config is not None else None, None,
-                {"out_dir": os.fspath(out) if out is not None else None})
+    from webgather.cluster.definition import read_saved
+    from webgather.commands.options import over_stored
+
+    file, cli = Path(config) if config is not None else None, {"out_dir": os.fspath(out) if out is not None else None}
+    loaded = load(file, None, cli)
+    stored = read_saved(loaded.out_dir)  # a resume: the crawl's stored settings, as on the command line
+    return loaded if stored is None else over_stored(stored, layers(file, None, cli), loaded.out_dir)

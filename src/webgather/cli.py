@@ -1,12 +1,13 @@
 """``webgather`` command line: argparse -> config -> the command's entry point.
 
-User errors (:class:`~webgather.errors.WebgatherError`) print one line and exit
-with status 2; they never show a traceback. Ctrl-C exits with 130. A write that
-failed (:class:`~webgather.errors.WriteFailed`: disk full, quota, I/O error)
-exits with 3: the crawl stopped, what it stored is whole, and the same command
-resumes it once there is room. A cluster crawl that did not finish exits with
-1; one that finished but lost buckets it could not recover after a node died
-exits with 4 (``runtime.cluster_losses``).
+Exit codes are :class:`webgather.exitcodes.ExitCode`, one table on every path, which
+``--help`` prints. User errors (:class:`~webgather.errors.WebgatherError`) print one
+line and exit with USAGE; they never show a traceback. Ctrl-C exits with INTERRUPTED.
+A write that failed (:class:`~webgather.errors.WriteFailed`: disk full, quota, I/O
+error) exits with WRITE_FAILED: the crawl stopped, what it stored is whole, and the
+same command resumes it once there is room. :class:`~webgather.errors.CannotContinue`
+exits with CANNOT_CONTINUE; the crawl's own outcomes (NOT_ENDED, DATA_LOST,
+NOTHING_FETCHED) are ``commands.report``'s.
 
 Logging is configured here, once, before the command runs (:mod:`webgather.logs`:
 ``--log-level``, ``--log-format``, ``--log-file`` where the command has them, the
@@ -25,7 +26,7 @@ from collections.abc import Iterator, Sequence
 
 from webgather.config.reference import plain_text
 from webgather.errors import CannotContinue, WebgatherError, WriteFailed
-from webgather.exitcodes import ExitCode
+from webgather.exitcodes import ExitCode, help_epilog
 from webgather.logs import configure, logs_to_file, settings_from_args
 from webgather.parse import native
 
@@ -46,7 +47,7 @@ COMMAND_MODULES = (
     "webgather.commands.export",
     "webgather.commands.surt",
 )
-EXIT_WRITE_FAILED = 3
+EXIT_WRITE_FAILED = ExitCode.WRITE_FAILED
 """Exit status when a write failed (disk full): stopped cleanly, run the same command again once there is room."""
 
 
@@ -59,6 +60,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = _Parser(
         prog="webgather",
         description="A distributed, polite, resumable web crawler.",
+        epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version",
                         version=f"webgather {package_version()}; parse core: {native.status()}")
@@ -124,8 +126,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except WebgatherError as exc:
         return _exit(f"webgather: error: {exc}", ExitCode.USAGE)
     except KeyboardInterrupt:
-        return _exit("webgather: interrupted", 130, logging.WARNING)
-    return code
+        return _exit("webgather: interrupted", ExitCode.INTERRUPTED, logging.WARNING)
+    return int(code)
 
 
 def _exit(line: str, code: int, level: int = logging.ERROR) -> int:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["MEANINGS", "ExitCode", "table_text"]
+__all__ = ["MEANINGS", "ExitCode", "help_epilog", "table_text"]
 
 
 class ExitCode(enum.IntEnum):
@@ -30,7 +30,8 @@ class ExitCode(enum.IntEnum):
 MEANINGS: dict[ExitCode, str] = {
     ExitCode.DONE: "done: the crawl finished, a --max-pages limit ended it, or SIGTERM stopped it "
                    "gracefully (the same command resumes)",
-    ExitCode.NOT_ENDED: "a multi-node crawl did not end: a worker or node died or stopped before the end",
+    ExitCode.NOT_ENDED: "the crawl or re-crawl cycle did not end: a worker or node died or stopped before "
+                        "the end, or a cycle stopped (it continues on the next run)",
     ExitCode.USAGE: "a bad command line, config or seed: one line, nothing started",
     ExitCode.WRITE_FAILED: "a write failed (disk full, quota, I/O error): stopped, what is stored is whole; "
                            "run the same command once there is room",
@@ -48,3 +49,8 @@ MEANINGS: dict[ExitCode, str] = {
 def table_text() -> str:
     """The table as plain lines, ``CODE  meaning``, for ``--help`` and the README."""
     return "\n".join(f"{code.value:>3}  {MEANINGS[code]}" for code in ExitCode)
+
+
+def help_epilog() -> str:
+    """What ``webgather --help`` and the crawling commands' ``--help`` end with (with a raw-description formatter)."""
+    return f"exit codes (the same on every path):\n{table_text()}"

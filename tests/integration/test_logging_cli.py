@@ -60,10 +60,17 @@ def _webgather(*args: str, cwd: Path, timeout_s: float = 90.0) -> subprocess.Com
                           timeout=timeout_s, stdin=subprocess.DEVNULL)
 
 
+NOTHING_FETCHED = "webgather: nothing fetched: no request got an answer (robots_unavailable 1)"
+"""The exit line of a crawl of a closed port (exit 5): plain on stderr in every format, and in the log file."""
+
+
 def _crawl(tmp_path: Path, closed_seed: tuple[str, list[str]], *args: str) -> subprocess.CompletedProcess[str]:
+    """The crawl of the closed seed, its stderr without its exit line."""
     seed, options = closed_seed
     done = _webgather("crawl", seed, "--out", str(tmp_path / "out"), *options, *args, cwd=tmp_path)
-    assert done.returncode == 0 and "finished: True" in done.stdout, (done.stdout, done.stderr)
+    assert done.returncode == 5 and "finished: True" in done.stdout, (done.stdout, done.stderr)
+    assert done.stderr.endswith(NOTHING_FETCHED + "\n"), done.stderr
+    done.stderr = done.stderr.removesuffix(NOTHING_FETCHED + "\n")
     return done
 
 
@@ -93,7 +100,8 @@ def test_level_warning_hides_info_and_log_file_takes_everything(
     done = _crawl(tmp_path, closed_seed, "--log-level", "warning", "--log-file", str(log))
     assert done.stderr == ""
     lines = log.read_text().splitlines()
-    assert len(lines) == 1 and TEXT_LINE.match(lines[0]) and WARNING_TEXT in lines[0], lines
+    assert len(lines) == 2 and TEXT_LINE.match(lines[0]) and WARNING_TEXT in lines[0], lines
+    assert " ERROR webgather.commands.report: " + NOTHING_FETCHED in lines[1], lines
 
 
 def test_the_exit_line_stays_plain_on_stderr_and_is_logged_to_the_file(tmp_path: Path) -> None:
@@ -141,7 +149,7 @@ def test_workers_write_their_diagnostics_to_node_log_with_the_level_and_format_g
         tmp_path: Path, closed_seed: tuple[str, list[str]]) -> None:
     done = _crawl(tmp_path, closed_seed, "--workers", "1", "--log-level", "warning", "--log-format", "json")
     log = (tmp_path / "out" / "nodes" / "w0" / "node.log").read_text()
-    lines = log.splitlines()
+    lines = [line for line in log.splitlines() if line != NOTHING_FETCHED]  # the worker's own exit line
     assert lines[-1].startswith("node w0: 0 pages in "), log  # the worker's result, printed on its stdout
     records = [json.loads(line) for line in lines[:-1]]
     assert records and all(r["node"] == "w0" and r["level"] in ("warning", "error") for r in records), log

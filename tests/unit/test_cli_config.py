@@ -38,7 +38,7 @@ def test_every_setting_shows_its_value_source_and_doc(tmp_path: Path, monkeypatc
     assert rows["scope.max_depth"].split()[1:4] == ["3", "flag", "--max-depth"]  # flag > env > file
     assert rows["robots.obey"].split()[1:4] == ["false", "flag", "--ignore-robots"]
     assert rows["fetch.max_redirects"].split()[1:3] == ["5", "default"]
-    assert rows["fetch.concurrency"].endswith("Requests in flight overall.")
+    assert rows["fetch.concurrency"].endswith("never the crawl's.")
     assert rows["fetch.user_agent"].split()[1] == f'"{CrawlConfig().fetch.user_agent.split()[0]}'
 
 

@@ -8,7 +8,8 @@ count from it on every node). ``webgather crawl`` stores it; ``webgather
 node --crawl NAME`` reads it and takes its settings from it, so nodes cannot
 disagree; a node that names a different M is refused with a one-line error.
 
-Per-node settings stay local: ``out_dir``, ``progress``, ``fetch.concurrency``, ``fetch.source_address``, ``metrics``.
+Per-node settings stay local (:mod:`webgather.config.local`): ``out_dir``, ``progress``, ``fetch.concurrency``,
+``pin_cpu``, ``fetch.source_address``, ``metrics``; each node takes them from its own layers.
 ``max_pages`` is the crawl's (crawl-wide: :mod:`webgather.runtime.cluster_permits`);
 it limits the crawl, not its re-crawl cycles (a cycle's nodes run without it:
 the cycle's budget limits them, :mod:`webgather.runtime.cluster_budget`).
@@ -25,18 +26,25 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import os
 import weakref
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from webgather.cluster.inprocess import InProcessHub
 from webgather.cluster.transport import Backend
 from webgather.config import CrawlConfig, load
-from webgather.errors import ClusterError, IncompatibleCrawl
+from webgather.config.local import LOCAL_KEYS
+from webgather.errors import ClusterError, IncompatibleCrawl, WriteFailed
 
-__all__ = ["CrawlDefinition", "CycleSpec", "identity", "publish", "publish_cycle", "read", "read_cycle"]
+__all__ = ["DEFINITION_FILE", "CrawlDefinition", "CycleSpec", "identity", "publish", "publish_cycle", "read",
+           "read_cycle", "read_saved", "save"]
 
-LOCAL_KEYS = ("out_dir", "progress", "fetch.concurrency", "seeds", "pin_cpu", "fetch.source_address", "metrics")
+DEFINITION_FILE = "definition.json"
+"""The crawl's definition beside its output (``DIR/definition.json``): what ``recrawl DIR`` and a resume
+take the crawl's settings from, a one-node crawl's as a cluster crawl's."""
+
 CYCLE_PREFIX = "recrawl."
 MEMORY_SIZES = frozenset({
     "frontier.seen_memory_entries", "frontier.seen_cache_entries", "frontier.queue_memory_items",
@@ -162,6 +170,35 @@ async def read(backend: Backend) -> CrawlDefinition | None:
         text = _HUB_DEFINITIONS.get(backend)
         return None if text is None else CrawlDefinition.from_text(text)
     raise ClusterError(f"no definition store for backend {type(backend).__name__}")
+
+
+def save(out_dir: str | Path, definition: CrawlDefinition) -> None:
+    """Keep ``definition`` as ``out_dir/definition.json`` (atomically; the same settings and seeds:
+    nothing written, so a resume on a full disk gets as far as before)."""
+    path = Path(out_dir) / DEFINITION_FILE
+    text = definition.to_text()
+    try:
+        kept = read_saved(out_dir)
+        if kept is not None and (kept.config, kept.seeds) == (definition.config, definition.seeds):
+            return
+        temp = path.with_name(f".{DEFINITION_FILE}.{os.getpid()}.tmp")
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, path)
+    except OSError as exc:
+        raise WriteFailed.from_os(f"cannot write {path}", exc) from exc
+
+
+def read_saved(out_dir: str | Path) -> CrawlDefinition | None:
+    """The definition kept in ``out_dir`` (None: a crawl from before it was kept, or no crawl there)."""
+    path = Path(out_dir) / DEFINITION_FILE
+    if not Path(out_dir).is_dir():  # none yet, or not a directory (the caller says what is wrong with it)
+        return None
+    try:
+        return CrawlDefinition.from_text(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise ClusterError(f"cannot read {path}: {exc.strerror}") from None
 
 
 @dataclasses.dataclass(frozen=True)

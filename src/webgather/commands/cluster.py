@@ -10,6 +10,8 @@ import argparse
 import json
 from typing import Any
 
+from webgather.exitcodes import ExitCode
+
 __all__ = ["register"]
 
 
@@ -35,7 +37,7 @@ def _status(args: argparse.Namespace) -> int:
         raise ConfigError(f"cluster status needs the crawl's Redis: --redis URL, --redis-file PATH or {REDIS_URL_ENV}")
 
     print(uvloop.run(_gather(args)))
-    return 0
+    return ExitCode.DONE
 
 
 async def _gather(args: argparse.Namespace) -> str:

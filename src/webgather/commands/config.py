@@ -18,6 +18,7 @@ from webgather.commands.flag_settings import flag_of
 from webgather.commands.options import add_crawl_options, add_recrawl_options, cli_settings, config_from_args
 from webgather.config.reference import Setting, env_name, section_docs, settings, sources, value_of, value_text
 from webgather.errors import ConfigError
+from webgather.exitcodes import ExitCode
 
 __all__ = ["markdown", "register", "show_table"]
 
@@ -54,13 +55,13 @@ def _show(args: argparse.Namespace) -> int:
         if args.config is not None or any(v is not None for v in cli.values()):
             raise ConfigError("config show --markdown documents the defaults: give it without --config and setting flags")
         print(markdown(), end="")
-        return 0
+        return ExitCode.DONE
     config = config_from_args(args)  # refuses what a crawl would refuse, naming the flag
     found = sources(args.config, None, cli)
     rows = [(s.key, value_text(value_of(config, s.key)), _source(s.key, found.get(s.key), args.config), s.doc)
             for s in settings()]
     print(show_table(rows), end="")
-    return 0
+    return ExitCode.DONE
 
 
 def _source(key: str, layer: str | None, file: str | None) -> str:

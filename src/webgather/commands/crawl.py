@@ -16,6 +16,7 @@ from webgather.commands.options import (
 )
 from webgather.commands.report import exit_code, print_summary
 from webgather.config import CrawlConfig
+from webgather.exitcodes import help_epilog
 from webgather.errors import ConfigError
 from webgather.seeds import read_seeds
 from webgather.store.outdir import prepare_out_dir
@@ -24,7 +25,8 @@ __all__ = ["check_seed_addresses", "print_summary", "register", "run_main_job"]
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("crawl", help="crawl from seeds into --out (resumes if --out has state)")
+    parser = sub.add_parser("crawl", help="crawl from seeds into --out (resumes if --out has state)",
+                               epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("seeds", nargs="*", metavar="SEED", help="seed URLs, or @FILE with one per line")
     parser.add_argument("--allow-bare-hosts", action="store_true",
                         help="accept seeds whose host is one label (localhost, intranet names); "

@@ -29,6 +29,7 @@ from webgather.commands.options import add_metrics_option
 from webgather.commands.redis_url import add_redis_file_option, resolve_redis_url
 from webgather.config import REDIS_URL_ENV, CrawlConfig
 from webgather.errors import ClusterError, ConfigError
+from webgather.exitcodes import ExitCode, help_epilog
 from webgather.logs import add_log_options
 from webgather.store.outdir import prepare_out_dir
 
@@ -36,7 +37,8 @@ __all__ = ["connect_crawl", "default_node_id", "register", "run_cluster_main"]
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("node", help="join a cluster crawl (webgather crawl ... --redis URL --crawl NAME)")
+    parser = sub.add_parser("node", help="join a cluster crawl (webgather crawl ... --redis URL --crawl NAME)",
+                               epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     add = parser.add_argument
     add("--redis", default=None, help="Redis URL of the crawl (redis://, rediss:// or unix://), or @FILE holding it "
         "(default: WEBGATHER_REDIS_URL)")
@@ -45,7 +47,12 @@ def register(sub: Any) -> None:
     add("--out", default="crawl-out", help="output directory; this node writes under OUT/nodes/<node id>/")
     add("--node-id", default=None, help="this node's id (default: host name and process id)")
     add("--buckets", type=int, default=None, help="M; refused if it differs from the crawl's")
-    add("--concurrency", type=int, default=None, help="requests in flight at this node")
+    add("--config", default=None, metavar="FILE",
+        help="TOML file of this node's own settings (fetch.concurrency, pin_cpu, fetch.source_address, metrics, "
+             "fetch.proxy, hooks.items), under WEBGATHER_* and the flags; the crawl's other settings are its "
+             "stored definition's")
+    add("--concurrency", type=int, default=None,
+        help="requests in flight at this node, robots.txt included (per node; setting fetch.concurrency)")
     add("--no-progress", action="store_true", help="accepted for symmetry with crawl; a node prints no progress")
     add("--pin-cpu", default=None, help='keep this node on one CPU: "auto" (default), "off", or a CPU index')
     add("--once", action="store_true", help="in a continuous re-crawl: end when the current cycle ends")
@@ -83,21 +90,22 @@ def _main(args: argparse.Namespace) -> int:
 
 
 def _exit_code(summary: dict[str, Any]) -> int:
-    """0; ``EXIT_DATA_LOST`` (4) when the crawl lost buckets it could not recover (``runtime.cluster_losses``);
-    130 after Ctrl-C (:func:`~webgather.commands.report.exit_code`)."""
+    """:func:`~webgather.commands.report.exit_code` of this node's summary (:mod:`webgather.exitcodes`)."""
     from webgather.commands.report import exit_code
 
     return exit_code(summary, resume="run the same command to take part again; its state is kept")
 
 
 def _workers_exit_code(summary: dict[str, Any]) -> int:
-    """As one node's (:func:`~webgather.commands.report.exit_code`), and 1 for a crawl that did not end
-    (a worker died or stopped); a crawl its ``--max-pages`` ended (every node ``done``) is 0, as on one node."""
-    from webgather.commands.report import exit_code
+    """As one node's (:func:`~webgather.commands.report.exit_code`; a cycle's: ``cycle_exit_code``), and
+    NOT_ENDED for a crawl that did not end (a worker died or stopped); a crawl its ``--max-pages`` ended
+    (every node ``done``) is DONE, as on one node."""
+    from webgather.commands.report import cycle_exit_code, exit_code
 
-    code = exit_code(summary)
     ended = summary["finished"] or all(node.get("end") == "done" for node in summary.get("nodes", {}).values())
-    return code if code or ended else 1
+    if not ended:
+        return exit_code(summary) or ExitCode.NOT_ENDED
+    return cycle_exit_code(summary) if summary.get("recrawl") else exit_code(summary)
 
 
 async def connect_crawl(url: str, crawl: str, n_buckets: int | None) -> Any:
@@ -114,20 +122,25 @@ async def connect_crawl(url: str, crawl: str, n_buckets: int | None) -> Any:
     return backend
 
 
-async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
-    from webgather.runtime.cluster_crawl import current_cycle, join_crawl, run_cluster_node
+def _local(args: argparse.Namespace) -> dict[str, Any]:
+    """This node's settings from its layers: ``--config``, ``WEBGATHER_*``, its flags (config.local)."""
+    from webgather.config.local import local_layers
 
-    node_id = args.node_id
+    return local_layers(args.config, None, {
+        "fetch.concurrency": args.concurrency, "pin_cpu": args.pin_cpu, "fetch.source_address": args.source_address,
+        "metrics": args.metrics, "fetch.proxy": args.proxy, "hooks.items": args.items})
+
+
+async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
+    from webgather.runtime.cluster_crawl import current_cycle, join_crawl
+    from webgather.runtime.launch import launch_node
+
+    node_id, local = args.node_id, _local(args)
     backend = await connect_crawl(args.redis, args.crawl, args.buckets)
     try:
         while True:
-            out = Path(args.out)
-            config, found = await join_crawl(backend, n_buckets=args.buckets, out_dir=str(out), progress=False,
-                                             **{"fetch.concurrency": args.concurrency, "pin_cpu": args.pin_cpu,
-                                                "fetch.source_address": args.source_address, "metrics": args.metrics,
-                                                "fetch.proxy": args.proxy, "hooks.items": args.items})
-            summary = await run_cluster_node(backend, config, node_id=node_id, nodes_dir=out / "nodes",
-                                             epoch=found.epoch, handle_signals=True)
+            found = await join_crawl(backend, n_buckets=args.buckets)
+            summary = await launch_node(backend, found, local, node_id=node_id, out=Path(args.out))
             spec = await current_cycle(backend)
             if args.once or summary["end"] != "done" or spec is None or not spec.continuous:
                 return summary
@@ -169,7 +182,7 @@ def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[
         raise ClusterError("--continuous with --redis needs --workers N (the parent starts each cycle); "
                            "other machines join with webgather node")
     if args.workers:
-        extra = ["--concurrency", str(args.concurrency)] if args.concurrency else []
+        extra = ["--concurrency", str(config.fetch.concurrency)]  # its layers' (file, env, flag): per node
         if continuous:
             from webgather.commands.report import print_cycle
 
@@ -193,16 +206,14 @@ def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[
 
 async def _start_and_run(args: argparse.Namespace, config: CrawlConfig, seeds: list[str]) -> dict[str, Any]:
     from webgather.cluster.redis import RedisBackend
-    from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
+    from webgather.config.local import local_of
+    from webgather.runtime.cluster_crawl import start_crawl
+    from webgather.runtime.launch import launch_node
 
     backend = await RedisBackend.connect(args.redis, args.crawl, config.cluster.n_buckets)
     try:
         node = args.node_id or default_node_id()
         found = await start_crawl(backend, config, seeds, nodes=[node])
-        out = Path(config.out_dir)
-        local = {"fetch.source_address": config.fetch.source_address, "metrics": config.metrics}
-        return await run_cluster_node(backend, found.crawl_config(out_dir=str(out), progress=False, **local),
-                                      node_id=node, nodes_dir=out / "nodes", epoch=found.epoch,
-                                      handle_signals=True)
+        return await launch_node(backend, found, local_of(config), node_id=node, out=Path(config.out_dir))
     finally:
         await backend.aclose()

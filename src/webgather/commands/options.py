@@ -12,9 +12,10 @@ import argparse
 import re
 from typing import Any
 
-from webgather.commands.flag_settings import show_setting_defaults, with_flag
+from webgather.cluster.definition import CrawlDefinition, read_saved
+from webgather.commands.flag_settings import flag_of, show_setting_defaults, with_flag
 from webgather.commands.redis_url import add_redis_file_option
-from webgather.config import CrawlConfig, load
+from webgather.config import CrawlConfig, layers, load
 from webgather.config.listen import listen_address
 from webgather.errors import ConfigError
 from webgather.logs import add_log_options
@@ -66,7 +67,8 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--resolve", default=None, help='static "host address" map: resolve once, keep in a file')
     add("--max-pages", type=int, default=None, help="stop after this many pages")
     add("--delay", type=float, default=None, help="minimum seconds between requests to one host")
-    add("--concurrency", type=int, default=None, help="requests in flight overall")
+    add("--concurrency", type=int, default=None,
+        help="requests in flight at each node, robots.txt included (with --workers N: at each of the N)")
     add("--per-ip", type=int, default=None, help="concurrent requests per IP address")
     add("--scope", choices=["seed-hosts", "domains", "any"], default=None, help="which hosts to follow")
     add("--domain", action="append", default=None, help="with --scope domains: a domain to crawl (repeatable)")
@@ -167,10 +169,14 @@ def recrawl_cli(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def config_from_args(args: argparse.Namespace) -> CrawlConfig:
-    """The config of ``--config``, ``WEBGATHER_*`` and the flags; an error names the flag that set a bad value."""
+    """The config of ``--config``, ``WEBGATHER_*`` and the flags; an error names the flag that set a bad value.
+    Over a crawl that ``--out`` already holds, its stored settings (:func:`over_stored`)."""
     cli = cli_settings(args)
     try:
         config = load(args.config, None, cli)
+        stored = read_saved(config.out_dir)
+        if stored is not None:
+            config = over_stored(stored, layers(args.config, None, cli), config.out_dir)
     except ConfigError as exc:
         raise ConfigError(with_flag(str(exc), cli)) from None
     if config.hooks.module:  # a module that cannot be imported: one line now, not in each node later
@@ -186,6 +192,35 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
 
         check_available(config.render.browser_path)
     return config
+
+
+RESUMABLE = frozenset({"max_pages"})
+"""Settings of a crawl's definition that each run gives anew (a resume without ``--max-pages`` has no
+limit, a higher one continues the crawl); its node settings (``config.local``) and re-crawl settings are
+not in the definition, and change freely too."""
+
+
+def over_stored(stored: CrawlDefinition, given: list[tuple[str, dict[str, Any]]], out: str) -> CrawlConfig:
+    """The crawl's stored settings with those ``given`` (the layers over the defaults) that may change;
+    one that may not and differs is refused in one line (start a new crawl to change it)."""
+    values: dict[str, Any] = {k: v for k, v in stored.config.items() if k not in RESUMABLE}
+    values["seeds"] = list(stored.seeds)
+    for _source, layer in given:
+        values.update(layer)
+    config = load(None, {}, values)
+    changed = [key for key in CrawlDefinition.of(config, stored.seeds, stored.epoch).differences(stored)
+               if key not in RESUMABLE]
+    if changed:
+        told = "; ".join(f"{_named(key)} {stored.config.get(key)!r}, not {values.get(key)!r}" for key in changed)
+        raise ConfigError(f"the crawl in {out} keeps the settings it started with: {told} (what may change on a "
+                          "resume or recrawl: --max-pages, per-node and re-crawl settings; "
+                          "start a new crawl in another --out for others)")
+    return config
+
+
+def _named(key: str) -> str:
+    flag = flag_of(key)
+    return f"{key} ({flag})" if flag else key
 
 
 def cli_settings(args: argparse.Namespace) -> dict[str, Any]:

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from webgather.commands.options import add_crawl_options, add_recrawl_options, check_counts, config_from_args
-from webgather.commands.report import print_cycle
+from webgather.commands.report import cycle_exit_code, exit_code, print_cycle
 from webgather.config import CrawlConfig
 from webgather.errors import ConfigError
+from webgather.exitcodes import ExitCode, help_epilog
 from webgather.store.outdir import prepare_out_dir
 
 __all__ = ["register", "run_continuous_main"]
@@ -31,7 +32,8 @@ _CRAWL_MARKS = ("seeds.txt", "state", "nodes")
 """What a crawl leaves in its directory: a one-node crawl's seeds and state, a cluster crawl's nodes."""
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("recrawl", help="run one more re-crawl cycle over the crawl in DIR")
+    parser = sub.add_parser("recrawl", help="run one more re-crawl cycle over the crawl in DIR",
+                               epilog=help_epilog(), formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("dir", metavar="DIR", help="output directory of an earlier crawl")
     add_crawl_options(parser)
     add_recrawl_options(parser)
@@ -66,7 +68,7 @@ def _main(args: argparse.Namespace) -> int:
         return _cluster_main(args, config)
     summary = uvloop.run(run_cycle(config))
     print_cycle(summary)
-    return 0 if summary["recrawl"]["cycle_done"] else 1
+    return cycle_exit_code(summary)
 
 
 def _check_crawl_dir(out: Path) -> None:
@@ -91,19 +93,24 @@ def _cluster_main(args: argparse.Namespace, config: CrawlConfig) -> int:
         raise ConfigError(f"recrawl: {out / 'nodes'} has no worker directories (w0, w1, ...): give --workers N")
     if args.redis is None and not (out / "redis").is_dir():
         raise ConfigError(f"recrawl: {out} has no embedded Redis ({out / 'redis'}): give --redis URL --crawl NAME")
-    extra = ["--concurrency", str(args.concurrency)] if args.concurrency else []
+    extra = ["--concurrency", str(config.fetch.concurrency)]  # its layers' (file, env, flag): per node
     summary = run_workers(config, [], workers=workers, redis_url=args.redis, crawl=args.crawl, node_args=extra,
                           cycles=Cycles(on_cycle=print_cycle, stored_settings=True))
-    return 0 if summary["finished"] and summary.get("recrawl", {}).get("cycle_done") else 1
+    return cycle_exit_code(summary) if summary["finished"] else exit_code(summary) or ExitCode.NOT_ENDED
 
 
 def run_continuous_main(config: CrawlConfig, seeds: list[str], max_cycles: int | None) -> int:
-    """``crawl --continuous``: cycles until ``max_cycles`` or a signal; prints each cycle."""
+    """``crawl --continuous``: cycles until ``max_cycles`` or a signal; prints each cycle; the last one's
+    exit status (:func:`~webgather.commands.report.cycle_exit_code`)."""
     import uvloop
 
     from webgather.runtime.crawl import run_continuous
 
-    uvloop.run(run_continuous(config, seeds, max_cycles=max_cycles, on_cycle=print_cycle))
-    return 0
+    last: list[dict[str, Any]] = []
 
+    def shown(summary: dict[str, Any]) -> None:
+        print_cycle(summary)
+        last[:] = [summary]
 
+    uvloop.run(run_continuous(config, seeds, max_cycles=max_cycles, on_cycle=shown))
+    return cycle_exit_code(last[0]) if last else ExitCode.DONE

@@ -61,7 +61,8 @@ class ProxyRule:
 @dataclass(frozen=True, slots=True)
 class FetchConfig:
     concurrency: int = 64
-    """Requests in flight overall."""
+    """Requests in flight at one node, robots.txt included (with --workers N: at each of the N). A node's
+    own setting, from its own file, environment and flags (webgather.config.local), never the crawl's."""
     connect_timeout_s: float = 10.0
     """TCP (and TLS) connection set-up; also the limit of one DNS lookup."""
     total_timeout_s: float = 30.0

@@ -6,8 +6,8 @@
   ``--workers N`` crawl begins with no hand-off at all), sends the seeds to
   their buckets' streams and counts a run (``runs``: the crawl is over when the
   coordinating node raises ``done`` to it).
-* :func:`join_crawl` reads the definition and returns this node's config
-  (the crawl's, plus the node's local settings); a node naming another M is
+* :func:`join_crawl` reads the definition a joining node runs with (plus its
+  local settings: :mod:`webgather.runtime.launch`); a node naming another M is
   refused.
 * :func:`run_cluster_node` runs one node under ``DIR/nodes/<node>/`` (its
   own WARC files, crawl log, state and summary), holding the node's lock; in a
@@ -40,6 +40,7 @@ from webgather.cluster.router import send_retrying
 from webgather.cluster.transport import Backend
 from webgather.cluster.wire import encode_batch
 from webgather.config import CrawlConfig
+from webgather.config.local import local_of
 from webgather.errors import ClusterError, IncompatibleCrawl, StoreError, WriteFailed
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
@@ -153,9 +154,8 @@ async def start_cycle(backend: Backend, config: CrawlConfig, seeds: Sequence[str
 
 
 
-async def join_crawl(backend: Backend, *, n_buckets: int | None = None,
-                     **local: Any) -> tuple[CrawlConfig, CrawlDefinition]:
-    """This node's config from the crawl's definition (``local``: dotted per-node settings)."""
+async def join_crawl(backend: Backend, *, n_buckets: int | None = None) -> CrawlDefinition:
+    """The crawl's stored definition, registered for this node (``runtime.launch`` adds the node's settings)."""
     found = await definitions.read(backend)
     if found is None:
         raise ClusterError("no crawl of that name has been started: start it with "
@@ -163,7 +163,7 @@ async def join_crawl(backend: Backend, *, n_buckets: int | None = None,
     if n_buckets is not None and n_buckets != found.n_buckets:
         raise IncompatibleCrawl(f"this node has --buckets {n_buckets} but the crawl has {found.n_buckets} buckets")
     await backend.coordinator().register_crawl(definitions.identity(found))
-    return found.crawl_config(**local), found
+    return found
 
 
 async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: str, nodes_dir: Path,
@@ -278,6 +278,8 @@ async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] |
             summary["recrawl"] = node.cycle.finish(summary["end"] == "done")
         if parts.page_hooks is not None:
             summary["hooks"] = parts.page_hooks.summary()
+        summary["node_settings"] = local_of(parts.config)  # what this node ran with (config.local)
+        summary["run_errors"] = dict(summary.get("errors") or {})  # this run's alone: the summary sums runs
         return summary
     finally:
         if looping is not None and checkpoints is not None:  # before the rows close: a checkpoint reads them

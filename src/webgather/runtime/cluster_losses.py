@@ -18,11 +18,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from webgather.cluster.transport import Coordinator
+from webgather.exitcodes import ExitCode
 from webgather.runtime.cluster_buckets import BucketKeeper
 
 __all__ = ["EXIT_DATA_LOST", "LOSS_COUNTERS", "Losses", "loss_text", "release_overdue"]
 
-EXIT_DATA_LOST = 4
+EXIT_DATA_LOST = ExitCode.DATA_LOST
 """Exit code of a cluster crawl (node or parent) that ended with buckets it could not recover."""
 LOSS_COUNTERS = ("unrecoverable_buckets", "buckets_started_empty")
 

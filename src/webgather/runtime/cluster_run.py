@@ -96,11 +96,14 @@ async def _start(url: str, crawl: str, config: CrawlConfig, seeds: Sequence[str]
     backend = await RedisBackend.connect(url, crawl, config.cluster.n_buckets)
     try:
         if cycles is None:
-            return (await start_crawl(backend, config, seeds, nodes=nodes)).epoch, None, config
+            found = await start_crawl(backend, config, seeds, nodes=nodes)
+            definitions.save(config.out_dir, found)  # what recrawl DIR and a resume read
+            return found.epoch, None, config
         if cycles.stored_settings:
             backend, config = await _stored_config(backend, url, crawl, config)
         spec, found = await start_cycle(backend, config, seeds, nodes=nodes, continuous=cycles.continuous,
                                         wall=SystemClock().wall())
+        definitions.save(config.out_dir, found)
         return found.epoch, spec.started_s + float(spec.recrawl["cycle_s"]), config
     finally:
         await backend.aclose()
@@ -202,6 +205,10 @@ class _Run:
         if cycles is None:  # a crawl ended by its --max-pages is not finished, as on one node (a died node's
             finished = finished and all(s.get("finished", True) for s in summaries)  # buckets went to others)
         merged = merge_summaries(summaries, wall_s=wall_s, finished=finished)
+        run_errors: Counter[str] = Counter()
+        for each in summaries:  # this run's (a cycle's) errors, beside the crawl's totals
+            run_errors.update(each.get("run_errors") or {})
+        merged["run_errors"] = dict(sorted(run_errors.items()))
         merged.update({"workers": len(nodes), "exit_codes": dict(zip(nodes, codes, strict=True)),
                        "backend_error": error, "redis_cpu_s": self.server.cpu_s() if self.server else None,
                        "counters": {k: v for k, v in counters.items() if not k.startswith(("recover.", "alive."))},

@@ -24,22 +24,21 @@ from typing import Any
 from webgather.clock import Clock, SystemClock
 from webgather.cluster.inprocess import InProcessHub
 from webgather.cluster.definition import CycleSpec, publish_cycle
+from webgather.cluster.definition import save as save_definition
 from webgather.config import CrawlConfig, RecrawlConfig
+from webgather.config.local import local_of
 from webgather.recrawl.policy import check_config
 from webgather.recrawl.state import UrlState, state_path
 from webgather.runtime.cluster_budget import budget_key
 from webgather.errors import StoreError
-from webgather.runtime.cluster_crawl import CYCLE, run_cluster_node, start_crawl, start_cycle
+from webgather.runtime.cluster_crawl import CYCLE, start_crawl, start_cycle
+from webgather.runtime.launch import SOLO_MEMBER_TTL_S, launch_node
 from webgather.runtime.cluster_permits import COUNTER as PERMITS
 from webgather.runtime.page_hooks import HookFunctions
 from webgather.store.outdir import merge_seeds
 from webgather.store.summary import read_summary
 
 __all__ = ["SOLO_MEMBER_TTL_S", "run_continuous", "run_crawl", "run_cycle"]
-
-SOLO_MEMBER_TTL_S = 365 * 86400.0
-"""The membership lease of the only node: no other node could take its buckets, so a stall (swap, a
-long GC, a loaded machine) must not fence its fetches (``runtime.cluster_fence``) for a beat."""
 
 
 async def run_crawl(
@@ -64,9 +63,11 @@ async def run_crawl(
     config = dataclasses.replace(config, seeds=tuple(all_seeds))
     hub = InProcessHub(config.cluster.n_buckets, clock)
     found = await start_crawl(hub, config, all_seeds, nodes=[node_id], epoch=clock.wall())
+    save_definition(out_dir, found)  # what recrawl DIR and a resume read (cluster.definition)
     if config.max_pages is not None:  # crawl-wide, as in a cluster: earlier runs' pages hold their permits
         await hub.coordinator().incr(PERMITS, min(config.max_pages, _pages_so_far(out_dir)))
-    return await _run_node(hub, config, node_id, found.epoch, clock, progress, hooks)
+    return await launch_node(hub, found, local_of(config), node_id=node_id, out=out_dir, solo=True, clock=clock,
+                             progress=progress, hooks=hooks)
 
 
 async def run_cycle(
@@ -82,7 +83,8 @@ async def run_cycle(
     hub = InProcessHub(config.cluster.n_buckets, clock)
     await _restore_cycle(hub, out_dir, config.recrawl)
     _spec, found = await start_cycle(hub, config, all_seeds, nodes=[node_id], wall=clock.wall())
-    return await _run_node(hub, config, node_id, found.epoch, clock, False)
+    save_definition(out_dir, found)
+    return await launch_node(hub, found, local_of(config), node_id=node_id, out=out_dir, solo=True, clock=clock)
 
 
 async def run_continuous(
@@ -112,14 +114,6 @@ async def run_continuous(
             break
         await pause(max(0.0, start + config.recrawl.cycle_s - clock.monotonic()))
     return count
-
-
-async def _run_node(hub: InProcessHub, config: CrawlConfig, node_id: str, epoch: float, clock: Clock,
-                    progress: bool, hooks: HookFunctions | None = None) -> dict[str, Any]:
-    out_dir = Path(config.out_dir)
-    config = dataclasses.replace(config, cluster=dataclasses.replace(config.cluster, member_ttl_s=SOLO_MEMBER_TTL_S))
-    return await run_cluster_node(hub, config, node_id=node_id, nodes_dir=out_dir / "nodes", node_dir=out_dir,
-                                  epoch=epoch, clock=clock, handle_signals=True, progress=progress, hooks=hooks)
 
 
 async def _restore_cycle(hub: InProcessHub, out_dir: Path, recrawl: RecrawlConfig) -> None:

@@ -56,7 +56,9 @@ class RobotsDriver:
 
     def __init__(self, parts: NodeParts, route: Route, wake: Callable[[], None], hooks: FetchHooks | None,
                  write_failed: Callable[[WriteFailed], None]) -> None:
-        """``write_failed``: a robots.txt answer could not be stored (disk full): the node stops."""
+        """``write_failed``: a robots.txt answer could not be stored (disk full): the node stops.
+        A robots.txt request runs in the slot of the URL that needed it (:meth:`admits`), so it counts
+        in the node's ``fetch.concurrency`` like a page."""
         self.parts = parts
         self._write_failed = write_failed
         self.gate: RobotsGate = parts.robots
