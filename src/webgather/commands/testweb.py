@@ -64,7 +64,7 @@ def _web_options(parser: argparse.ArgumentParser) -> None:
                         help="web: realistic defaults; test: small thresholds (fast faults, 0.05 s crawl-delay)")
     parser.add_argument("--time-scale", type=float, default=1.0, metavar="F",
                         help="slow and very slow pages' delays x F (>= 1), and with them the timeout the closure "
-                             "assumes (their geometric mean): room for a loaded machine (default 1)")
+                             "assumes (their geometric mean): room for a loaded machine")
 
 
 def _params(args: argparse.Namespace, port: int) -> WebParams:
