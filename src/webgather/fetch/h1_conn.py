@@ -18,6 +18,7 @@ in flight reconnect on a quarter of its requests.)
 from __future__ import annotations
 
 import asyncio
+import select
 from collections import OrderedDict
 from typing import Protocol
 
@@ -52,6 +53,11 @@ class Connection(asyncio.Protocol):
         self.received = False
         """Some byte of a response to the current request arrived (then never send it again)."""
         self.idle_since = 0.0
+        self.uses = 0
+        """Requests sent on this connection: from the second on, it is a kept-alive one."""
+        self.stray = False
+        """Bytes arrived that no request accounts for: the framing of what came before is in doubt."""
+        self._settling: asyncio.Future[None] | None = None
         self._max_body_bytes = max_body_bytes
         self._transport: asyncio.Transport | None = None
         self._done: asyncio.Future[None] | None = None
@@ -74,6 +80,7 @@ class Connection(asyncio.Protocol):
         self.received = False
         if self.closed or self._transport.is_closing():
             raise ConnectionReset("connection closed before the request went out")
+        self.uses += 1
         self._done = asyncio.get_running_loop().create_future()
         self._sink, self._buffer, self._head, self.reusable = sink, bytearray(), None, False
         self._transport.write(request)
@@ -82,7 +89,7 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self.received = True
         if self._done is None or self._done.done():
-            self.close()  # bytes nobody asked for: this connection's framing is lost
+            self._stray()  # bytes nobody asked for: this connection's framing is lost
             return
         try:
             if self._head is None:
@@ -100,8 +107,10 @@ class Connection(asyncio.Protocol):
         if self._done is None or self._done.done():
             return
         head = self._head
-        if head is not None and head.framing == h1.UNTIL_CLOSE:
-            self._finish(reusable=False)
+        if head is not None and head.framing == h1.UNTIL_CLOSE and exc is None:
+            self._finish(until_close=True)
+        elif head is not None and head.framing == h1.UNTIL_CLOSE:  # a reset is no end of the body
+            self._fail(TruncatedBody(f"connection reset before the end of a close-delimited body{_cause(exc)}"))
         elif head is not None:
             self._fail(TruncatedBody(f"connection closed mid-body{_cause(exc)}"))
         else:
@@ -116,6 +125,38 @@ class Connection(asyncio.Protocol):
         self.closed = True
         if self._transport is not None:
             self._transport.close()
+
+    def has_unread_bytes(self) -> bool:
+        """The socket holds bytes (or an end) the event loop has not delivered yet: checked before a
+        kept-alive connection carries another request, as a response there would predate it."""
+        sock = self._transport.get_extra_info("socket") if self._transport is not None else None
+        if sock is None:
+            return False
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+
+    async def settle(self, seconds: float) -> None:
+        """Watch the connection for ``seconds`` after a response on a kept-alive connection ended;
+        :class:`ConnectionReset` if bytes nobody asked for arrive meanwhile (the response just read
+        may be one meant for an earlier request, and what arrives now the answer to ours)."""
+        if not self.stray and not self.closed:
+            loop = asyncio.get_running_loop()
+            self._settling = waiter = loop.create_future()
+            timer = loop.call_later(seconds, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._settling = None
+        if self.stray:
+            raise ConnectionReset("bytes after the response on a kept-alive connection: its framing is in doubt")
+
+    def _stray(self) -> None:
+        self.stray = True
+        self.close()
+        if self._settling is not None:
+            _wake(self._settling)
 
     def _read_head(self, data: bytes) -> None:
         buffer: bytes | bytearray = data
@@ -144,7 +185,7 @@ class Connection(asyncio.Protocol):
         self._left = head.length
         self._chunked = h1.Chunked() if head.framing == h1.CHUNKED else None
         if head.framing == h1.NO_BODY:
-            self._finish(reusable=head.keep_alive and end == len(buffer))
+            self._finish(extra=end < len(buffer))
         elif end < len(buffer):
             self._read_body(bytes(buffer[end:]))
 
@@ -156,12 +197,12 @@ class Connection(asyncio.Protocol):
             self._left -= len(piece)
             self._take(piece)
             if not self._left:
-                self._finish(reusable=head.keep_alive and len(piece) == len(data))
+                self._finish(extra=len(piece) < len(data))
         elif self._chunked is not None:
             for piece in self._chunked.feed(data):
                 self._take(piece)
             if self._chunked.done:
-                self._finish(reusable=head.keep_alive and not self._chunked.rest)
+                self._finish(extra=bool(self._chunked.rest))
         else:
             self._take(data)
 
@@ -171,8 +212,12 @@ class Connection(asyncio.Protocol):
             raise BodyTooLarge(f"body over max_body_bytes={self._max_body_bytes}; "
                                f"kept the first {self._max_body_bytes} bytes")
 
-    def _finish(self, *, reusable: bool) -> None:
-        self.reusable = reusable and not self.closed
+    def _finish(self, *, extra: bool = False, until_close: bool = False) -> None:
+        """The response has ended; ``extra``: bytes followed it in the same read."""
+        if extra:
+            self._stray()
+        head = self._head
+        self.reusable = not until_close and head is not None and head.keep_alive and not self.closed
         done, self._done, self._sink = self._done, None, None
         if done is not None and not done.done():
             done.set_result(None)
@@ -183,6 +228,11 @@ class Connection(asyncio.Protocol):
         self.close()
         if done is not None and not done.done():
             done.set_exception(exc)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _cause(exc: Exception | None) -> str:

@@ -120,12 +120,13 @@ class HttpClient:
                 draft.forget_response()
                 check_answer(407, "Proxy Authentication Required", proxy)
             # the decode's CPU counts against total_timeout_s like the wait for the bytes did
-            deadline = Deadline(self._clock.monotonic, start + self._config.total_timeout_s, self._config.total_timeout_s)
+            started = start + draft.queued_s
+            deadline = Deadline(self._clock.monotonic, started + self._config.total_timeout_s, self._config.total_timeout_s)
             encoding = content_encoding(draft.response_headers)
             draft.body = decode_body(draft.raw(), encoding, self._config.max_decoded_bytes, deadline)
         except FetchError as exc:
             draft.fail(exc)
-        return draft.result(started_at, self._clock.monotonic() - start)
+        return draft.result(started_at + draft.queued_s, self._clock.monotonic() - start - draft.queued_s)
 
     def _open(self) -> _Transport:
         if self._closed:

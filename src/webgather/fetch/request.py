@@ -126,6 +126,8 @@ class Draft:
     error_detail: str = ""
     truncated: bool = False
     peer_ip: str | None = None
+    queued_s: float = 0.0
+    """Time the transport waited for a slot before the request went out (not counted in its timeout)."""
 
     def on_head(self, head: h1.ResponseHead) -> None:
         self.status, self.reason, self.http_version = head.status, head.reason, head.version
