@@ -476,7 +476,7 @@ async def test_ipv6_literal_and_mapped_name(backend: str) -> None:
 
 
 async def continue_then_ok(w: Writer) -> bool:
-    w.write(head("100 Continue", []) * 2000 + head("103 Early Hints", [("Link", "</s.css>; rel=preload")]))
+    w.write(head("100 Continue", []) * 3 + head("103 Early Hints", [("Link", "</s.css>; rel=preload")]))
     return await ROUTES["/ok"](w)
 
 

@@ -25,7 +25,11 @@ from typing import Protocol
 from webgather.errors import BodyTooLarge, ConnectionReset, FetchError, FetchTimeout, ProtocolViolation, TruncatedBody
 from webgather.fetch import h1
 
-__all__ = ["Connection", "Pool", "PoolKey", "Sink"]
+__all__ = ["MAX_INTERIM", "Connection", "Pool", "PoolKey", "Sink"]
+
+MAX_INTERIM = 8
+"""Informational (1xx) responses accepted before the final one: a server sending them without end cost
+58 s of CPU and starved the other fetches. (Servers send one 100 Continue or a 103 Early Hints or two.)"""
 
 PoolKey = tuple[str, str, int, str, str]
 """(scheme, host, port, address, via): a connection serves one origin at one address; through a proxy
@@ -66,6 +70,9 @@ class Connection(asyncio.Protocol):
         """The head so far: grown in place and searched only where new bytes came (a head
         trickling in one byte per read cost 3.4 s of CPU when each read copied and rescanned it)."""
         self._head: h1.ResponseHead | None = None
+        self._interims = 0
+        self._interim_bytes = 0
+        """1xx heads read before this response's, and their bytes."""
         self._left = 0
         self._chunked: h1.Chunked | None = None
 
@@ -83,6 +90,7 @@ class Connection(asyncio.Protocol):
         self.uses += 1
         self._done = asyncio.get_running_loop().create_future()
         self._sink, self._buffer, self._head, self.reusable = sink, bytearray(), None, False
+        self._interims = self._interim_bytes = 0
         self._transport.write(request)
         return self._done
 
@@ -168,15 +176,20 @@ class Connection(asyncio.Protocol):
         while True:
             end = h1.head_end(buffer, max(0, scan_from))
             if end < 0:
-                if len(buffer) > h1.MAX_HEAD_BYTES:
+                if self._interim_bytes + len(buffer) > h1.MAX_HEAD_BYTES:
                     raise ProtocolViolation("response head over 64 KiB")
                 self._buffer = buffer if isinstance(buffer, bytearray) else bytearray(buffer)
                 return
-            head = h1.parse_head(bytes(buffer[:end]))
+            if self._interim_bytes + end > h1.MAX_HEAD_BYTES:
+                raise ProtocolViolation("response head over 64 KiB")
+            head, problem = h1.read_head(bytes(buffer[:end]))
+            if problem and head.status >= 200:  # sound but for its framing: archived, then refused
+                assert self._sink is not None
+                self._sink.on_head(head)
+                raise ProtocolViolation(problem)
             if head.status >= 200:
                 break
-            if head.status == 101:  # 100 Continue, 103 Early Hints: a final response follows
-                raise ProtocolViolation("101 Switching Protocols to a request that asked for none")
+            self._interim(head, end)
             buffer, scan_from = buffer[end:], 0
         self._buffer = bytearray()
         self._head = head
@@ -188,6 +201,16 @@ class Connection(asyncio.Protocol):
             self._finish(extra=end < len(buffer))
         elif end < len(buffer):
             self._read_body(bytes(buffer[end:]))
+
+    def _interim(self, head: h1.ResponseHead, size: int) -> None:
+        """A 1xx head of ``size`` bytes (100 Continue, 103 Early Hints: a final response follows): at
+        most :data:`MAX_INTERIM` of them, their bytes counted in the head's 64 KiB."""
+        if head.status == 101:
+            raise ProtocolViolation("101 Switching Protocols to a request that asked for none")
+        self._interims += 1
+        self._interim_bytes += size
+        if self._interims > MAX_INTERIM:
+            raise ProtocolViolation(f"over {MAX_INTERIM} informational (1xx) responses before the response")
 
     def _read_body(self, data: bytes) -> None:
         head = self._head
