@@ -68,14 +68,15 @@ async def test_a_content_length_of_5000_digits_is_protocol_without_a_traceback(
         assert (r.status, dict(r.response_headers)["Content-Length"], r.raw_body) == (200, HUGE, b"")
 
 
-async def test_a_retry_after_of_5000_digits_is_clamped_and_the_503_kept(client: HttpClient) -> None:
+async def test_a_retry_after_of_5000_digits_is_read_as_long_and_the_503_kept(client: HttpClient) -> None:
     raw = head("503 Service Unavailable", [("Retry-After", HUGE), ("Content-Length", "4")]) + b"busy"
     async with WireServer(serve(raw)) as server:
         r = await client.fetch(server.url("/busy"))
     assert (r.status, r.error, r.raw_body) == (503, None, b"busy")
     config = CrawlConfig()
     decision = decide(CrawlItem(r.url, fingerprint(r.url)), r, config, time.time())
-    assert decision.retry and decision.retry_after_s == config.politeness.retry_after_max_s
+    assert (decision.retry, decision.error) == (False, "retry_after")  # longer than any back-off: given up
+    assert decision.retry_after_s == config.politeness.backoff_max_s
 
 
 async def test_endless_1xx_responses_are_protocol_at_once(backend: str) -> None:
