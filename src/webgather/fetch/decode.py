@@ -106,6 +106,8 @@ def decode_body(
         if len(raw) > max_decoded_bytes:
             raise DecompressionBomb(f"decoded body over {max_decoded_bytes} bytes")
         return raw
+    if not raw:  # an empty body (a HEAD-like 200, a 204 with the header) decodes to nothing, whatever its coding
+        return raw
     if len(codings) > MAX_CODINGS:
         raise ProtocolViolation(f"{len(codings)} content codings stacked (at most {MAX_CODINGS} accepted)")
     decoders = [_DECODERS.get(coding) for coding in codings]
