@@ -71,21 +71,21 @@ def _normalize_escape_keep_hex(match: re.Match[str]) -> str:
 def _finish(href: str) -> str | None:
     """Canonical tail work on a WHATWG-serialized absolute URL."""
     if href.startswith("http://"):
-        head = 7
+        start = 7
     elif href.startswith("https://"):
-        head = 8
+        start = 8
     else:
         return None
     hash_at = href.find("#")
     if hash_at >= 0:
         href = href[:hash_at]
-    auth_end = href.find("/", head)
+    auth_end = href.find("/", start)
     auth_end = len(href) if auth_end < 0 else auth_end
-    at = href.rfind("@", head, auth_end)
+    at = href.rfind("@", start, auth_end)
     if at >= 0:  # credentials: never sent, logged or archived; the URL is the same resource without them
-        href = href[:head] + href[at + 1 :]
-        auth_end -= at + 1 - head
-    if href.endswith(":0", head, auth_end):  # port 0: no server listens there (and it is not port 80)
+        href = href[:start] + href[at + 1 :]
+        auth_end -= at + 1 - start
+    if href.endswith(":0", start, auth_end):  # port 0: no server listens there (and it is not port 80)
         return None
     if "%" in href:
         head, sep, rest = href.partition("//")

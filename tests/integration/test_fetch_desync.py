@@ -188,3 +188,4 @@ async def test_the_total_timeout_starts_when_the_request_goes_out(backend: str) 
     assert [r.error for r in timed_out] == ["timeout", "timeout"]
     assert (queued.status, queued.error, queued.raw_body) == (200, None, body_of("/7"))
     assert queued.elapsed_s < 0.4  # its own time on the wire, not the ~0.5 s it queued
+

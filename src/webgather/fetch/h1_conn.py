@@ -62,6 +62,12 @@ class Connection(asyncio.Protocol):
         self.stray = False
         """Bytes arrived that no request accounts for: the framing of what came before is in doubt."""
         self._settling: asyncio.Future[None] | None = None
+        self._early: bytearray | None = bytearray()
+        """Bytes that came before the first request went out (None once it has)."""
+        self._lost: tuple[Exception | None] | None = None
+        """How the connection ended, if it did before the first request went out with ``_early`` bytes."""
+        self.answered_early = False
+        """The server answered before the request went out: the answer is kept, the connection not."""
         self._max_body_bytes = max_body_bytes
         self._transport: asyncio.Transport | None = None
         self._done: asyncio.Future[None] | None = None
@@ -85,17 +91,28 @@ class Connection(asyncio.Protocol):
         """Write ``request``; the future ends with the response's body (or its failure)."""
         assert self._transport is not None and self._done is None
         self.received = False
-        if self.closed or self._transport.is_closing():
+        early, self._early = self._early, None
+        if not early and (self.closed or self._transport.is_closing()):
             raise ConnectionReset("connection closed before the request went out")
         self.uses += 1
-        self._done = asyncio.get_running_loop().create_future()
+        self._done = done = asyncio.get_running_loop().create_future()
         self._sink, self._buffer, self._head, self.reusable = sink, bytearray(), None, False
         self._interims = self._interim_bytes = 0
-        self._transport.write(request)
-        return self._done
+        if not self._transport.is_closing():
+            self._transport.write(request)
+        if early:  # the server answered as the connection opened: that answer is this request's
+            self.answered_early = True
+            self.data_received(bytes(early))
+            if self._lost is not None:
+                self.connection_lost(self._lost[0])
+        return done
 
     def data_received(self, data: bytes) -> None:
         self.received = True
+        if self._done is None and self._early is not None:  # a new connection, no request sent yet
+            self._early += data
+            if len(self._early) <= h1.MAX_HEAD_BYTES + self._max_body_bytes:
+                return
         if self._done is None or self._done.done():
             self._stray()  # bytes nobody asked for: this connection's framing is lost
             return
@@ -112,6 +129,8 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._done is None and self._early:
+            self._lost = (exc,)  # the answer came, then the end: both for the request about to go out
         if self._done is None or self._done.done():
             return
         head = self._head
@@ -240,7 +259,7 @@ class Connection(asyncio.Protocol):
         if extra:
             self._stray()
         head = self._head
-        self.reusable = not until_close and head is not None and head.keep_alive and not self.closed
+        self.reusable = not (until_close or self.answered_early or self.closed) and head is not None and head.keep_alive
         done, self._done, self._sink = self._done, None, None
         if done is not None and not done.done():
             done.set_result(None)
