@@ -11,6 +11,13 @@ records it, so the WARC request record is what was sent (through a proxy,
 :mod:`webgather.fetch.h1_proxy`: what was sent to the origin; the absolute
 request target and ``Proxy-Authorization`` are the proxy's alone).
 
+HTTP/1.1 cannot tell which request a response answers, so a connection that shows bytes no request
+accounts for is never trusted again: bytes waiting in an idle connection's socket keep it from carrying
+a request (a new connection does), and a response on a kept-alive connection that more bytes follow
+within :data:`SETTLE_S` is dropped (``reset``: nothing archived, retried by the policy) with its
+connection. (A server that answered ``Content-Length: 0`` and then a stray response had the stray
+archived as the next URL's page.)
+
 A kept-alive connection the server closed as we wrote (its idle timeout ran
 out while our request was on the way) fails with no response byte: the
 request is sent once more, the same bytes, on a new connection (RFC 9112
@@ -50,10 +57,12 @@ __all__ = ["NativeTransport"]
 
 _log = logging.getLogger(__name__)
 
-SETTLE_S = 0.01
-"""How long a response on a kept-alive connection is watched for stray bytes before it is handed on.
-A server that sends a stray response after an answer (or a second answer to one request) has its next
-bytes arrive right behind it; bytes that come later find the connection idle and close it."""
+SETTLE_S = 0.005
+"""How long a response on a kept-alive connection is watched for stray bytes before it is handed on
+(then the socket is polled once more for bytes not yet delivered). A server that sends a stray response
+after an answer, or two answers to one request, has the next bytes right behind the first; bytes that
+come later find the connection idle and close it, or are found in the socket before it is reused.
+Cost, bench/fetch_speed.py (every fetch on a kept-alive connection, the worst case): see the README."""
 
 
 class NativeTransport:

@@ -176,6 +176,8 @@ class Connection(asyncio.Protocol):
             finally:
                 timer.cancel()
                 self._settling = None
+        if not self.stray and not self.closed and self.has_unread_bytes():  # came, not yet delivered
+            self._stray()
         if self.stray:
             raise ConnectionReset("bytes after the response on a kept-alive connection: its framing is in doubt")
 

@@ -56,7 +56,7 @@ from webgather.fetch.resolver import Resolver
 
 __all__ = ["AiohttpTransport", "map_transport_errors"]
 
-SETTLE_S = 0.01
+SETTLE_S = 0.005
 """As :data:`webgather.fetch.h1_client.SETTLE_S`: a response on a kept-alive connection is watched this
 long for bytes no request accounts for before it is handed on."""
 
