@@ -35,7 +35,9 @@ from typing import Any, Protocol
 from webgather.errors import DecompressionBomb, FetchTimeout, ProtocolViolation, TruncatedBody
 from webgather.fetch.model import Headers
 
-__all__ = ["ACCEPT_ENCODING", "BROTLI_AVAILABLE", "MAX_CODINGS", "Deadline", "content_encoding", "decode_body"]
+__all__ = [
+    "ACCEPT_ENCODING", "BROTLI_AVAILABLE", "MAX_CODINGS", "Deadline", "content_encoding", "decode_body", "needs_decoding",
+]  # fmt: skip
 
 _brotli: Any = None
 try:  # optional: brotli is not a dependency
@@ -94,6 +96,11 @@ def content_encoding(headers: Headers) -> str | None:
     """Every Content-Encoding field of ``headers`` as one list (RFC 9110 5.3), or None."""
     values = [value for name, value in headers if name.lower() == "content-encoding"]
     return ", ".join(values) if values else None
+
+
+def needs_decoding(raw: bytes, content_encoding: str | None) -> bool:
+    """``raw`` has content codings to undo (not none, not only ``identity``, not empty)."""
+    return bool(raw) and any(c.strip() and c.strip().lower() != "identity" for c in (content_encoding or "").split(","))
 
 
 def decode_body(
