@@ -48,7 +48,7 @@ from webgather.parse.links import ParsedPage, parse_page, parse_page_tree
 from webgather.parse.sitemap import MAX_SITEMAP_URLS, SitemapDoc, parse_sitemap
 from webgather.runtime.parse_worker import HEADER
 
-__all__ = ["MAX_SITEMAP_URLS_PER_HOST", "PARSE_FAILED", "PARSE_TIMEOUT", "ParseFailure", "ParsePool", "parse_inline"]
+__all__ = ["MAX_CHILD_SITEMAPS_PER_HOST", "MAX_SITEMAP_URLS_PER_HOST", "PARSE_FAILED", "PARSE_TIMEOUT", "ParseFailure", "ParsePool", "parse_inline"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,9 @@ MAX_SITEMAP_URLS_PER_HOST = 200_000
 sitemaps' worth. Its other pages are still found by their links."""
 REAP_WAIT_S = 1.0
 """How long a parser process whose pipe closed is given to be seen ending before it is killed."""
+MAX_CHILD_SITEMAPS_PER_HOST = 200
+"""Child sitemaps one host's sitemap indexes may list in all, on one node: each is a fetch of up to
+50 MB; past the locations' budget they would list nothing (an index of 50,000 had them all fetched)."""
 START_TIMEOUT_S = 60.0
 """A parser process that is not ready (imports done) by then counts as failed."""
 ALARM_MARGIN_S = 1.0
@@ -138,6 +141,8 @@ class ParsePool:
         self._closed = False
         self._sitemap_left: dict[str, int] = {}
         """Sitemap locations each host may still list (:data:`MAX_SITEMAP_URLS_PER_HOST`)."""
+        self._children_left: dict[str, int] = {}
+        """Child sitemaps each host's indexes may still list (:data:`MAX_CHILD_SITEMAPS_PER_HOST`)."""
         self.started = 0
         """Parser processes started so far."""
 
@@ -170,9 +175,10 @@ class ParsePool:
         up to 50 MB after gunzip (1.6 s for a 51 KB gzip of short lines): a gzip body, or
         one over ``parse.inline_max_bytes``, goes to a parser process.
 
-        ``host``'s sitemaps list at most :data:`MAX_SITEMAP_URLS_PER_HOST` locations (pages and
-        child sitemaps) in all, on this node: past it a sitemap is not read (``truncated``). An
-        index of 50,000 sitemaps of 50,000 URLs each grew a node's state without bound."""
+        ``host``'s sitemaps list at most :data:`MAX_SITEMAP_URLS_PER_HOST` locations in all and
+        :data:`MAX_CHILD_SITEMAPS_PER_HOST` of them child sitemaps, on this node: past either, the
+        rest is not read or dropped (``truncated``). An index of 50,000 sitemaps of 50,000 URLs each
+        grew a node's state without bound."""
         left = self._sitemap_left.get(host, MAX_SITEMAP_URLS_PER_HOST) if host is not None else MAX_SITEMAP_URLS
         take = min(MAX_SITEMAP_URLS, left)
         if take <= 0:
@@ -185,10 +191,22 @@ class ParsePool:
         else:
             doc = await self._in_worker(("sitemap", (body, take)))
         assert not isinstance(doc, ParsedPage)
+        if host is not None and isinstance(doc, SitemapDoc):
+            doc = self._within_children(host, doc)
         if host is not None:  # what the sitemap did not list goes back to its host
             used = len(doc.urls) + len(doc.sitemaps) if isinstance(doc, SitemapDoc) else 0
             self._sitemap_left[host] += take - used
         return doc
+
+    def _within_children(self, host: str, doc: SitemapDoc) -> SitemapDoc:
+        """``doc`` with no more child sitemaps than ``host`` may still list."""
+        if not doc.sitemaps:
+            return doc
+        left = self._children_left.get(host, MAX_CHILD_SITEMAPS_PER_HOST)
+        self._children_left[host] = max(0, left - len(doc.sitemaps))
+        if len(doc.sitemaps) <= left:
+            return doc
+        return SitemapDoc(doc.urls, doc.sitemaps[:left], True, doc.invalid)
 
     async def _in_worker(self, request: tuple[str, tuple[object, ...]]) -> ParsedPage | SitemapDoc | ParseFailure:
         async with self._slots:

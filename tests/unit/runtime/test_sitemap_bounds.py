@@ -92,3 +92,16 @@ async def test_a_sitemap_parse_is_not_charged_for_a_busy_loop() -> None:
     finally:
         await pool.close()
     assert decision.error is None and len(got.items) == 2000
+
+
+async def test_a_hosts_indexes_list_a_bounded_number_of_child_sitemaps(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parse_pool, "MAX_CHILD_SITEMAPS_PER_HOST", 3)
+    pool = ParsePool(ParseConfig())
+    index = index_of(*(f"http://a.test/s{n}.xml" for n in range(5)))
+    try:
+        first = await pool.parse_sitemap(index, "a.test")
+        second = await pool.parse_sitemap(index, "a.test")
+    finally:
+        await pool.close()
+    assert isinstance(first, SitemapDoc) and isinstance(second, SitemapDoc)
+    assert (len(first.sitemaps), first.truncated, second.sitemaps, second.truncated) == (3, True, [], True)
