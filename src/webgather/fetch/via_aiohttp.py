@@ -51,6 +51,7 @@ from webgather.errors import (
 from webgather.fetch import h1
 from webgather.fetch.model import Headers
 from webgather.fetch.proxy import check_answer
+from webgather.fetch.h1_conn import MAX_INTERIM
 from webgather.fetch.request import Draft, WireTarget
 from webgather.fetch.resolver import Resolver
 
@@ -88,6 +89,28 @@ def _keeps_alive(response: aiohttp.ClientResponse) -> bool:
     version = response.version
     persistent = "keep-alive" in tokens if version is not None and version < (1, 1) else "close" not in tokens
     return persistent and not (_close_delimited(response) and response.status not in (204, 304))
+
+
+class _Response(aiohttp.ClientResponse):
+    """aiohttp's response, reading at most :data:`MAX_INTERIM` informational (1xx) heads before the
+    final one (aiohttp reads them without a count: a ``102 Processing`` flood ran to the total timeout)."""
+
+    async def start(self, connection: Any) -> Any:
+        protocol = connection.protocol
+        read, heads = protocol.read, 0
+
+        async def counted() -> Any:
+            nonlocal heads
+            heads += 1
+            if heads > MAX_INTERIM + 1:
+                raise ProtocolViolation(f"over {MAX_INTERIM} informational (1xx) responses before the response")
+            return await read()
+
+        protocol.read = counted
+        try:
+            return await super().start(connection)
+        finally:
+            del protocol.read
 
 
 class _Connector(aiohttp.TCPConnector):
@@ -148,6 +171,7 @@ class AiohttpTransport:
             connector=connector,
             timeout=aiohttp.ClientTimeout(total=config.total_timeout_s, sock_connect=config.connect_timeout_s),
             auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False, headers=base_headers,
+            response_class=_Response,
         )  # fmt: skip
         # aiohttp silently re-sends an idempotent request once when a reused connection
         # drops (RFC 9112 9.3.1 allows it). Our retry policy owns retries, with backoff and
