@@ -8,7 +8,7 @@
  * so no second copy of ada is built or loaded.
  *
  * Canonical tail (as webgather.urls._finish): only http(s) URLs; the fragment
- * dropped; after the authority, %XX escapes upper-cased and unreserved ones
+ * and credentials (user:pass@) dropped, port 0 refused; after the authority, %XX escapes upper-cased and unreserved ones
  * (A-Z a-z 0-9 - . _ ~) decoded -- except hex digits when the tail also holds
  * a stray "%" (decoding them could form a new escape). Bytes are scanned as
  * UTF-8: "%" and hex digits are ASCII, never inside a multi-byte sequence, so
@@ -99,16 +99,31 @@ static PyObject *finish(const char *href, size_t n) {
     const unsigned char *hash = memchr(s, '#', n);
     size_t end = hash ? (size_t)(hash - s) : n;
     const unsigned char *slash = memchr(s + head, '/', end - head);
-    if (slash == NULL || memchr(slash, '%', end - (size_t)(slash - s)) == NULL) {
+    size_t at = slash ? (size_t)(slash - s) : end;
+    size_t skip = 0; /* credentials (user:pass@) after the scheme: dropped */
+    for (size_t i = at; i > head; i--) {
+        if (s[i - 1] == '@') {
+            skip = i - head;
+            break;
+        }
+    }
+    if (at - head - skip >= 2 && s[at - 1] == '0' && s[at - 2] == ':') Py_RETURN_NONE; /* port 0 */
+    int escapes = slash != NULL && memchr(slash, '%', end - at) != NULL;
+    if (!skip && !escapes) {
         return PyUnicode_DecodeUTF8(href, (Py_ssize_t)end, NULL);
     }
-    size_t at = (size_t)(slash - s);
-    int keep_hex = has_stray_percent(slash, end - at);
     unsigned char stack[1024];
     unsigned char *out = end <= sizeof stack ? stack : PyMem_Malloc(end);
     if (out == NULL) return PyErr_NoMemory();
-    memcpy(out, s, at);
-    size_t length = at + normalize_tail(slash, end - at, out + at, keep_hex);
+    memcpy(out, s, head);
+    memcpy(out + head, s + head + skip, at - head - skip);
+    size_t length = at - skip;
+    if (escapes) {
+        length += normalize_tail(slash, end - at, out + length, has_stray_percent(slash, end - at));
+    } else {
+        memcpy(out + length, s + at, end - at);
+        length += end - at;
+    }
     PyObject *result = PyUnicode_DecodeUTF8((const char *)out, (Py_ssize_t)length, NULL);
     if (out != stack) PyMem_Free(out);
     return result;

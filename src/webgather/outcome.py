@@ -46,6 +46,10 @@ def decide(item: CrawlItem, result: FetchResult, config: CrawlConfig, now_wall: 
     status, error = result.status, result.error
     transient = is_transient(result)
     after_s = retry_after_s(result, now_wall, max_s=config.politeness.retry_after_max_s)
+    if after_s is not None and after_s > config.politeness.backoff_max_s:
+        # waiting that long would hold the URL, its host and the crawl's end: give the URL up, and
+        # hold its host no longer than the longest back-off
+        return Decision(error=error or "retry_after", host_error=True, retry_after_s=config.politeness.backoff_max_s)
     if transient and item.attempt < config.fetch.max_retries:
         return Decision(retry=True, error=error, host_error=True, retry_after_s=after_s,
                         retry_in_s=_retry_in_s(item.attempt, after_s, config))

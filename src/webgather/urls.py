@@ -8,7 +8,9 @@ On top of the standard's serialization the canonical form
 * normalizes percent-encoding: hex digits upper-cased, escaped unreserved
   characters (``A-Z a-z 0-9 - . _ ~``) decoded, as RFC 3986 section 6.2.2.2 allows,
 * keeps the query exactly, in its order (reordering would merge URLs a server
-  may treat as distinct).
+  may treat as distinct),
+* drops credentials (``user:pass@``: one URL for one resource, and no password in
+  the crawl log or the archive), and refuses port 0 (``None``).
 
 Lower-case scheme and host, IDNA (punycode) hosts, dot-segment removal and
 dropping the default port come from the standard itself. webgather crawls only
@@ -68,11 +70,23 @@ def _normalize_escape_keep_hex(match: re.Match[str]) -> str:
 
 def _finish(href: str) -> str | None:
     """Canonical tail work on a WHATWG-serialized absolute URL."""
-    if not (href.startswith("http://") or href.startswith("https://")):
+    if href.startswith("http://"):
+        start = 7
+    elif href.startswith("https://"):
+        start = 8
+    else:
         return None
     hash_at = href.find("#")
     if hash_at >= 0:
         href = href[:hash_at]
+    auth_end = href.find("/", start)
+    auth_end = len(href) if auth_end < 0 else auth_end
+    at = href.rfind("@", start, auth_end)
+    if at >= 0:  # credentials: never sent, logged or archived; the URL is the same resource without them
+        href = href[:start] + href[at + 1 :]
+        auth_end -= at + 1 - start
+    if href.endswith(":0", start, auth_end):  # port 0: no server listens there (and it is not port 80)
+        return None
     if "%" in href:
         head, sep, rest = href.partition("//")
         slash = rest.find("/")

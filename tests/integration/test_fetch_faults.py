@@ -270,7 +270,7 @@ async def test_overridden_headers_are_recorded_as_sent(server: RawServer, client
 
 async def test_credentials_in_a_url_are_not_sent(server: RawServer, client: HttpClient) -> None:
     r = await client.fetch(f"http://user:secret@127.0.0.1:{server.port}/ok")
-    assert r.status == 200 and r.url == f"http://user:secret@127.0.0.1:{server.port}/ok"
+    assert r.status == 200 and r.url == f"http://127.0.0.1:{server.port}/ok"  # nor recorded
     assert "Authorization" not in dict(server.requests[-1][1])
 
 
@@ -394,7 +394,8 @@ async def test_unresolvable_host_is_dns_without_leaving_the_machine(client: Http
 
 
 @pytest.mark.parametrize(
-    "url", ["ftp://h1.web.test/", "not a url", "http://", "", "mailto:x@y.z", "http://[bad/", "http://a.test:99999/"]
+    "url", ["ftp://h1.web.test/", "not a url", "http://", "", "mailto:x@y.z", "http://[bad/", "http://a.test:99999/",
+            "http://h1.web.test:0/", "http://u:p@h1.web.test:00/x"]
 )
 async def test_invalid_urls_are_invalid_url(client: HttpClient, url: str) -> None:
     r = await client.fetch(url)
@@ -476,7 +477,7 @@ async def test_ipv6_literal_and_mapped_name(backend: str) -> None:
 
 
 async def continue_then_ok(w: Writer) -> bool:
-    w.write(head("100 Continue", []) * 2000 + head("103 Early Hints", [("Link", "</s.css>; rel=preload")]))
+    w.write(head("100 Continue", []) * 3 + head("103 Early Hints", [("Link", "</s.css>; rel=preload")]))
     return await ROUTES["/ok"](w)
 
 

@@ -58,8 +58,10 @@ from webgather.urls import (
         # IP hosts
         ("http://0x7f.1/", "http://127.0.0.1/"),
         ("http://[0:0::1]:80/x", "http://[::1]/x"),
-        # userinfo is kept (and left alone)
-        ("http://user:p%41ss@ex.com/", "http://user:p%41ss@ex.com/"),
+        # credentials are dropped: one URL for the resource, no password in the log or the archive
+        ("http://user:p%41ss@ex.com/", "http://ex.com/"),
+        ("https://u@ex.com:8443/a@b?c@d", "https://ex.com:8443/a@b?c@d"),
+        ("http://u:p%40@ex.com/%7e", "http://ex.com/~"),
     ],
 )
 def test_canonical_form(url: str, canonical: str) -> None:
@@ -67,7 +69,8 @@ def test_canonical_form(url: str, canonical: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "url", ["ftp://ex.com/", "mailto:a@b.c", "javascript:alert(1)", "data:,x", "http://", "/relative", "", "http://[::1"]
+    "url", ["ftp://ex.com/", "mailto:a@b.c", "javascript:alert(1)", "data:,x", "http://", "/relative", "", "http://[::1",
+            "http://ex.com:0/", "http://u:p@ex.com:000/x"]
 )
 def test_not_crawlable_is_none(url: str) -> None:
     assert canonicalize(url) is None

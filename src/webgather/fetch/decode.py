@@ -35,7 +35,9 @@ from typing import Any, Protocol
 from webgather.errors import DecompressionBomb, FetchTimeout, ProtocolViolation, TruncatedBody
 from webgather.fetch.model import Headers
 
-__all__ = ["ACCEPT_ENCODING", "BROTLI_AVAILABLE", "MAX_CODINGS", "Deadline", "content_encoding", "decode_body"]
+__all__ = [
+    "ACCEPT_ENCODING", "BROTLI_AVAILABLE", "MAX_CODINGS", "Deadline", "content_encoding", "decode_body", "needs_decoding",
+]  # fmt: skip
 
 _brotli: Any = None
 try:  # optional: brotli is not a dependency
@@ -96,6 +98,11 @@ def content_encoding(headers: Headers) -> str | None:
     return ", ".join(values) if values else None
 
 
+def needs_decoding(raw: bytes, content_encoding: str | None) -> bool:
+    """``raw`` has content codings to undo (not none, not only ``identity``, not empty)."""
+    return bool(raw) and any(c.strip() and c.strip().lower() != "identity" for c in (content_encoding or "").split(","))
+
+
 def decode_body(
     raw: bytes, content_encoding: str | None, max_decoded_bytes: int, deadline: Deadline | None = None
 ) -> bytes:
@@ -105,6 +112,8 @@ def decode_body(
     if not codings:  # the common case: the bytes as they came
         if len(raw) > max_decoded_bytes:
             raise DecompressionBomb(f"decoded body over {max_decoded_bytes} bytes")
+        return raw
+    if not raw:  # an empty body (a HEAD-like 200, a 204 with the header) decodes to nothing, whatever its coding
         return raw
     if len(codings) > MAX_CODINGS:
         raise ProtocolViolation(f"{len(codings)} content codings stacked (at most {MAX_CODINGS} accepted)")

@@ -22,12 +22,16 @@ from webgather.errors import ProtocolViolation, TruncatedBody
 from webgather.fetch.model import Headers
 
 __all__ = [
-    "MAX_FIELDS", "MAX_HEAD_BYTES", "Chunked", "ResponseHead", "head_end", "parse_head", "request_bytes",
+    "MAX_FIELDS", "MAX_HEAD_BYTES", "Chunked", "ResponseHead", "head_end", "parse_head", "read_head",
+    "request_bytes",
 ]  # fmt: skip
 
 MAX_HEAD_BYTES = 64 * 1024
 MAX_LINE_BYTES = 8190
 MAX_FIELDS = 100
+MAX_LENGTH_DIGITS = 18
+"""A Content-Length of more digits is refused before conversion (10**18 bytes is past any limit; a
+5,000-digit one made ``int`` raise ValueError, not a protocol error)."""
 _STATUS_LINE = re.compile(rb"HTTP/(\d)\.(\d) (\d{3})(?: (.*))?\Z", re.DOTALL)
 _FIELD_NAME = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+\Z")
 _TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+"
@@ -72,6 +76,16 @@ def head_end(buffer: bytes | bytearray, start: int = 0) -> int:
 
 def parse_head(raw: bytes) -> ResponseHead:
     """The status line and fields of ``raw`` (a whole head, its blank line included)."""
+    head, problem = read_head(raw)
+    if problem:
+        raise ProtocolViolation(problem)
+    return head
+
+
+def read_head(raw: bytes) -> tuple[ResponseHead, str]:
+    """As :func:`parse_head`, but a head whose status line and fields are sound and whose framing is
+    not (a bad Content-Length) comes back with the problem, for the archive: (head with no body and
+    no keep-alive, problem); "" when sound."""
     if len(raw) > MAX_HEAD_BYTES:
         raise ProtocolViolation("response head over 64 KiB")
     if b"\0" in raw or raw.count(b"\r") != raw.count(b"\r\n"):  # RFC 9110 5.5: reject, or replace
@@ -89,9 +103,12 @@ def parse_head(raw: bytes) -> ResponseHead:
     headers = _plain_fields(block) or _fields(block.split(b"\n"))
     reason = (match[4] or b"").decode("utf-8", "surrogateescape").strip()
     fields = _framing_fields(headers)
-    framing, length, reusable = _framing(status, fields)
+    try:
+        framing, length, reusable = _framing(status, fields)
+    except ProtocolViolation as exc:
+        return ResponseHead(status, reason, f"1.{minor}", headers, NO_BODY, 0, False), str(exc)
     keep_alive = reusable and _persistent(minor, fields)
-    return ResponseHead(status, reason, f"1.{minor}", headers, framing, length, keep_alive)
+    return ResponseHead(status, reason, f"1.{minor}", headers, framing, length, keep_alive), ""
 
 
 def _plain_fields(block: bytes) -> Headers | None:
@@ -153,7 +170,7 @@ def _framing(status: int, fields: dict[str, list[str]]) -> tuple[str, int, bool]
     lengths = {v.strip() for value in fields["content-length"] for v in value.split(",")}
     if not lengths:
         return UNTIL_CLOSE, 0, False
-    if len(lengths) > 1 or not all(v.isdigit() and v.isascii() for v in lengths):
+    if len(lengths) > 1 or not all(v.isdigit() and v.isascii() and len(v) <= MAX_LENGTH_DIGITS for v in lengths):
         raise ProtocolViolation(f"bad Content-Length: {_clip(', '.join(sorted(lengths)))}")
     length = int(lengths.pop())
     return (LENGTH, length, True) if length else (NO_BODY, 0, True)

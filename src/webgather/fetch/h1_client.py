@@ -11,6 +11,13 @@ records it, so the WARC request record is what was sent (through a proxy,
 :mod:`webgather.fetch.h1_proxy`: what was sent to the origin; the absolute
 request target and ``Proxy-Authorization`` are the proxy's alone).
 
+HTTP/1.1 cannot tell which request a response answers, so a connection that shows bytes no request
+accounts for is never trusted again: bytes waiting in an idle connection's socket keep it from carrying
+a request (a new connection does), and a response on a kept-alive connection that more bytes follow
+within :data:`SETTLE_S` is dropped (``reset``: nothing archived, retried by the policy) with its
+connection. (A server that answered ``Content-Length: 0`` and then a stray response had the stray
+archived as the next URL's page.)
+
 A kept-alive connection the server closed as we wrote (its idle timeout ran
 out while our request was on the way) fails with no response byte: the
 request is sent once more, the same bytes, on a new connection (RFC 9112
@@ -50,6 +57,13 @@ __all__ = ["NativeTransport"]
 
 _log = logging.getLogger(__name__)
 
+SETTLE_S = 0.005
+"""How long a response on a kept-alive connection is watched for stray bytes before it is handed on
+(then the socket is polled once more for bytes not yet delivered). A server that sends a stray response
+after an answer, or two answers to one request, has the next bytes right behind the first; bytes that
+come later find the connection idle and close it, or are found in the socket before it is reused.
+Cost, bench/fetch_speed.py (every fetch on a kept-alive connection, the worst case): see the README."""
+
 
 class NativeTransport:
     """See the module docstring. ``exchange`` fills a :class:`Draft` or raises a ``FetchError``."""
@@ -67,30 +81,66 @@ class NativeTransport:
 
     async def exchange(self, target: WireTarget, extra: Headers, draft: Draft, proxy: Proxy | None = None) -> None:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._config.total_timeout_s
+        queued_at = loop.time()
         async with self._slots:
+            draft.queued_s = loop.time() - queued_at  # the total timeout starts now, not in the queue
+            deadline = loop.time() + self._config.total_timeout_s
             draft.peer_ip = await self._resolver.resolve(target.host)  # the origin's, through the guard, proxy or not
             way = await route(target, draft.peer_ip, proxy, self._resolver)
             request = h1.request_bytes(way.request_target, (*draft.request_headers, *way.proxy_headers))
-            kept = self._pool.take(way.key, loop.time())
-            if kept is not None:
-                try:
-                    await self._send(kept, request, draft, deadline)
-                    return
-                except ConnectionReset:
-                    if kept.received:  # the server answered something: that is its answer
-                        raise
-                    _log.debug("stale keep-alive connection to %s:%d: sending again on a new one", target.host, target.port)
-            await self._send(await self._connect(way, target, deadline), request, draft, deadline)
+            conn = await self._send_kept(way, target, request, draft, deadline)
+            if conn is None:
+                conn = await self._connect(way, target, deadline)
+                await self._send(conn, request, draft, deadline)
+            await self._settle(conn, draft)
+
+    async def _send_kept(self, way: Route, target: WireTarget, request: bytes, draft: Draft,
+                         deadline: float) -> Connection | None:
+        """``request`` on an idle kept-alive connection (then that connection), or None: none idle, or the
+        one taken was closed before any response byte (stale, or holding bytes that predate the request)."""
+        loop = asyncio.get_running_loop()
+        kept = self._pool.take(way.key, loop.time())
+        if kept is None:
+            return None
+        if kept.has_unread_bytes():
+            kept.close()
+            self._pool.give_back(kept, loop.time())
+            _log.debug("kept-alive connection to %s:%d has unread bytes: a new one", target.host, target.port)
+            return None
+        try:
+            await self._send(kept, request, draft, deadline)
+        except ConnectionReset:
+            if kept.received:  # the server answered something: that is its answer
+                raise
+            _log.debug("stale keep-alive connection to %s:%d: sending again on a new one", target.host, target.port)
+            return None
+        return kept
 
     async def _send(self, conn: Connection, request: bytes, draft: Draft, deadline: float) -> None:
+        """The exchange on ``conn``; a failed one gives the connection back (closed) at once."""
         loop = asyncio.get_running_loop()
         draft.peer_ip = conn.peer_ip or draft.peer_ip
         timer = loop.call_at(deadline, conn.time_out, self._config.total_timeout_s)
         try:
             await conn.send(request, draft)
+        except BaseException:
+            self._pool.give_back(conn, loop.time())
+            raise
         finally:
             timer.cancel()
+
+    async def _settle(self, conn: Connection, draft: Draft) -> None:
+        """Give ``conn`` back, after watching a kept-alive one for stray bytes: a
+        response followed by bytes no request accounts for is not archived (``reset``, retried). Inside the
+        slot: a connection settling is one of the ``concurrency`` open."""
+        loop = asyncio.get_running_loop()
+        try:
+            if conn.uses > 1 and (conn.reusable or conn.stray):
+                await conn.settle(SETTLE_S)
+        except ConnectionReset:
+            draft.forget_response()
+            raise
+        finally:
             self._pool.give_back(conn, loop.time())
 
     async def _connect(self, way: Route, target: WireTarget, deadline: float) -> Connection:

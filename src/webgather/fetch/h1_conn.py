@@ -18,13 +18,18 @@ in flight reconnect on a quarter of its requests.)
 from __future__ import annotations
 
 import asyncio
+import select
 from collections import OrderedDict
 from typing import Protocol
 
 from webgather.errors import BodyTooLarge, ConnectionReset, FetchError, FetchTimeout, ProtocolViolation, TruncatedBody
 from webgather.fetch import h1
 
-__all__ = ["Connection", "Pool", "PoolKey", "Sink"]
+__all__ = ["MAX_INTERIM", "Connection", "Pool", "PoolKey", "Sink"]
+
+MAX_INTERIM = 8
+"""Informational (1xx) responses accepted before the final one: a server sending them without end cost
+58 s of CPU and starved the other fetches. (Servers send one 100 Continue or a 103 Early Hints or two.)"""
 
 PoolKey = tuple[str, str, int, str, str]
 """(scheme, host, port, address, via): a connection serves one origin at one address; through a proxy
@@ -52,6 +57,17 @@ class Connection(asyncio.Protocol):
         self.received = False
         """Some byte of a response to the current request arrived (then never send it again)."""
         self.idle_since = 0.0
+        self.uses = 0
+        """Requests sent on this connection: from the second on, it is a kept-alive one."""
+        self.stray = False
+        """Bytes arrived that no request accounts for: the framing of what came before is in doubt."""
+        self._settling: asyncio.Future[None] | None = None
+        self._early: bytearray | None = bytearray()
+        """Bytes that came before the first request went out (None once it has)."""
+        self._lost: tuple[Exception | None] | None = None
+        """How the connection ended, if it did before the first request went out with ``_early`` bytes."""
+        self.answered_early = False
+        """The server answered before the request went out: the answer is kept, the connection not."""
         self._max_body_bytes = max_body_bytes
         self._transport: asyncio.Transport | None = None
         self._done: asyncio.Future[None] | None = None
@@ -60,6 +76,9 @@ class Connection(asyncio.Protocol):
         """The head so far: grown in place and searched only where new bytes came (a head
         trickling in one byte per read cost 3.4 s of CPU when each read copied and rescanned it)."""
         self._head: h1.ResponseHead | None = None
+        self._interims = 0
+        self._interim_bytes = 0
+        """1xx heads read before this response's, and their bytes."""
         self._left = 0
         self._chunked: h1.Chunked | None = None
 
@@ -72,17 +91,30 @@ class Connection(asyncio.Protocol):
         """Write ``request``; the future ends with the response's body (or its failure)."""
         assert self._transport is not None and self._done is None
         self.received = False
-        if self.closed or self._transport.is_closing():
+        early, self._early = self._early, None
+        if not early and (self.closed or self._transport.is_closing()):
             raise ConnectionReset("connection closed before the request went out")
-        self._done = asyncio.get_running_loop().create_future()
+        self.uses += 1
+        self._done = done = asyncio.get_running_loop().create_future()
         self._sink, self._buffer, self._head, self.reusable = sink, bytearray(), None, False
-        self._transport.write(request)
-        return self._done
+        self._interims = self._interim_bytes = 0
+        if not self._transport.is_closing():
+            self._transport.write(request)
+        if early:  # the server answered as the connection opened: that answer is this request's
+            self.answered_early = True
+            self.data_received(bytes(early))
+            if self._lost is not None:
+                self.connection_lost(self._lost[0])
+        return done
 
     def data_received(self, data: bytes) -> None:
         self.received = True
+        if self._done is None and self._early is not None:  # a new connection, no request sent yet
+            self._early += data
+            if len(self._early) <= h1.MAX_HEAD_BYTES + self._max_body_bytes:
+                return
         if self._done is None or self._done.done():
-            self.close()  # bytes nobody asked for: this connection's framing is lost
+            self._stray()  # bytes nobody asked for: this connection's framing is lost
             return
         try:
             if self._head is None:
@@ -97,11 +129,15 @@ class Connection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        if self._done is None and self._early:
+            self._lost = (exc,)  # the answer came, then the end: both for the request about to go out
         if self._done is None or self._done.done():
             return
         head = self._head
-        if head is not None and head.framing == h1.UNTIL_CLOSE:
-            self._finish(reusable=False)
+        if head is not None and head.framing == h1.UNTIL_CLOSE and exc is None:
+            self._finish(until_close=True)
+        elif head is not None and head.framing == h1.UNTIL_CLOSE:  # a reset is no end of the body
+            self._fail(TruncatedBody(f"connection reset before the end of a close-delimited body{_cause(exc)}"))
         elif head is not None:
             self._fail(TruncatedBody(f"connection closed mid-body{_cause(exc)}"))
         else:
@@ -117,6 +153,40 @@ class Connection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
+    def has_unread_bytes(self) -> bool:
+        """The socket holds bytes (or an end) the event loop has not delivered yet: checked before a
+        kept-alive connection carries another request, as a response there would predate it."""
+        sock = self._transport.get_extra_info("socket") if self._transport is not None else None
+        if sock is None:
+            return False
+        poller = select.poll()
+        poller.register(sock.fileno(), select.POLLIN)
+        return bool(poller.poll(0))
+
+    async def settle(self, seconds: float) -> None:
+        """Watch the connection for ``seconds`` after a response on a kept-alive connection ended;
+        :class:`ConnectionReset` if bytes nobody asked for arrive meanwhile (the response just read
+        may be one meant for an earlier request, and what arrives now the answer to ours)."""
+        if not self.stray and not self.closed:
+            loop = asyncio.get_running_loop()
+            self._settling = waiter = loop.create_future()
+            timer = loop.call_later(seconds, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._settling = None
+        if not self.stray and not self.closed and self.has_unread_bytes():  # came, not yet delivered
+            self._stray()
+        if self.stray:
+            raise ConnectionReset("bytes after the response on a kept-alive connection: its framing is in doubt")
+
+    def _stray(self) -> None:
+        self.stray = True
+        self.close()
+        if self._settling is not None:
+            _wake(self._settling)
+
     def _read_head(self, data: bytes) -> None:
         buffer: bytes | bytearray = data
         scan_from = 0
@@ -127,15 +197,20 @@ class Connection(asyncio.Protocol):
         while True:
             end = h1.head_end(buffer, max(0, scan_from))
             if end < 0:
-                if len(buffer) > h1.MAX_HEAD_BYTES:
+                if self._interim_bytes + len(buffer) > h1.MAX_HEAD_BYTES:
                     raise ProtocolViolation("response head over 64 KiB")
                 self._buffer = buffer if isinstance(buffer, bytearray) else bytearray(buffer)
                 return
-            head = h1.parse_head(bytes(buffer[:end]))
+            if self._interim_bytes + end > h1.MAX_HEAD_BYTES:
+                raise ProtocolViolation("response head over 64 KiB")
+            head, problem = h1.read_head(bytes(buffer[:end]))
+            if problem and head.status >= 200:  # sound but for its framing: archived, then refused
+                assert self._sink is not None
+                self._sink.on_head(head)
+                raise ProtocolViolation(problem)
             if head.status >= 200:
                 break
-            if head.status == 101:  # 100 Continue, 103 Early Hints: a final response follows
-                raise ProtocolViolation("101 Switching Protocols to a request that asked for none")
+            self._interim(head, end)
             buffer, scan_from = buffer[end:], 0
         self._buffer = bytearray()
         self._head = head
@@ -144,9 +219,19 @@ class Connection(asyncio.Protocol):
         self._left = head.length
         self._chunked = h1.Chunked() if head.framing == h1.CHUNKED else None
         if head.framing == h1.NO_BODY:
-            self._finish(reusable=head.keep_alive and end == len(buffer))
+            self._finish(extra=end < len(buffer))
         elif end < len(buffer):
             self._read_body(bytes(buffer[end:]))
+
+    def _interim(self, head: h1.ResponseHead, size: int) -> None:
+        """A 1xx head of ``size`` bytes (100 Continue, 103 Early Hints: a final response follows): at
+        most :data:`MAX_INTERIM` of them, their bytes counted in the head's 64 KiB."""
+        if head.status == 101:
+            raise ProtocolViolation("101 Switching Protocols to a request that asked for none")
+        self._interims += 1
+        self._interim_bytes += size
+        if self._interims > MAX_INTERIM:
+            raise ProtocolViolation(f"over {MAX_INTERIM} informational (1xx) responses before the response")
 
     def _read_body(self, data: bytes) -> None:
         head = self._head
@@ -156,12 +241,12 @@ class Connection(asyncio.Protocol):
             self._left -= len(piece)
             self._take(piece)
             if not self._left:
-                self._finish(reusable=head.keep_alive and len(piece) == len(data))
+                self._finish(extra=len(piece) < len(data))
         elif self._chunked is not None:
             for piece in self._chunked.feed(data):
                 self._take(piece)
             if self._chunked.done:
-                self._finish(reusable=head.keep_alive and not self._chunked.rest)
+                self._finish(extra=bool(self._chunked.rest))
         else:
             self._take(data)
 
@@ -171,8 +256,12 @@ class Connection(asyncio.Protocol):
             raise BodyTooLarge(f"body over max_body_bytes={self._max_body_bytes}; "
                                f"kept the first {self._max_body_bytes} bytes")
 
-    def _finish(self, *, reusable: bool) -> None:
-        self.reusable = reusable and not self.closed
+    def _finish(self, *, extra: bool = False, until_close: bool = False) -> None:
+        """The response has ended; ``extra``: bytes followed it in the same read."""
+        if extra:
+            self._stray()
+        head = self._head
+        self.reusable = not (until_close or self.answered_early or self.closed) and head is not None and head.keep_alive
         done, self._done, self._sink = self._done, None, None
         if done is not None and not done.done():
             done.set_result(None)
@@ -183,6 +272,11 @@ class Connection(asyncio.Protocol):
         self.close()
         if done is not None and not done.done():
             done.set_exception(exc)
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _cause(exc: Exception | None) -> str:

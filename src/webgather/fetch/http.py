@@ -38,6 +38,7 @@ Called by the node's fetch workers (``runtime``), also for robots.txt.
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Mapping
 from types import TracebackType
@@ -45,8 +46,9 @@ from typing import Protocol
 
 from webgather.config import FetchConfig
 from webgather.config.proxyspec import Proxy
-from webgather.errors import ConnectFailed, FetchError
-from webgather.fetch.decode import ACCEPT_ENCODING, Deadline, content_encoding, decode_body
+from webgather.errors import ConnectFailed, FetchError, FetchTimeout
+from webgather.fetch.budget import BUDGET_PAGES, DecodeBudget
+from webgather.fetch.decode import ACCEPT_ENCODING, Deadline, content_encoding, decode_body, needs_decoding
 from webgather.fetch.model import FetchResult, Headers
 from webgather.fetch.proxy import ProxyRouter, check_answer
 from webgather.fetch.request import Draft, WireTarget, as_sent, extra_headers, wire_target
@@ -77,6 +79,8 @@ class HttpClient:
         self._verify_tls = verify_tls
         self._transport: _Transport | None = None
         self._closed = False
+        self.decoded = DecodeBudget(BUDGET_PAGES * config.max_decoded_bytes)
+        """The node's decoded bytes in flight (one client per node)."""
         self._base_headers: Headers = (
             ("User-Agent", config.user_agent),
             ("Accept", ACCEPT),
@@ -119,13 +123,38 @@ class HttpClient:
             if proxy is not None and target.scheme == "http" and draft.status == 407:  # the proxy's, not archived
                 draft.forget_response()
                 check_answer(407, "Proxy Authentication Required", proxy)
-            # the decode's CPU counts against total_timeout_s like the wait for the bytes did
-            deadline = Deadline(self._clock.monotonic, start + self._config.total_timeout_s, self._config.total_timeout_s)
-            encoding = content_encoding(draft.response_headers)
-            draft.body = decode_body(draft.raw(), encoding, self._config.max_decoded_bytes, deadline)
+            kept = await self._decode(draft, start)
         except FetchError as exc:
             draft.fail(exc)
-        return draft.result(started_at, self._clock.monotonic() - start)
+            kept = 0
+        result = draft.result(started_at + draft.queued_s, self._clock.monotonic() - start - draft.queued_s)
+        self.decoded.hold_while_alive(result, kept)
+        return result
+
+    async def _decode(self, draft: Draft, start: float) -> int:
+        """``draft.body``: the raw body with its content codings undone, within the node's budget of
+        decoded bytes (:mod:`webgather.fetch.budget`); returns the bytes it keeps reserved."""
+        encoding = content_encoding(draft.response_headers)
+        raw, limit_s, reserve = draft.raw(), self._config.total_timeout_s, self._config.max_decoded_bytes
+        if not needs_decoding(raw, encoding):
+            draft.body = decode_body(raw, encoding, reserve)
+            return 0
+        waited = self._clock.monotonic()
+        try:
+            await asyncio.wait_for(self.decoded.reserve(reserve), limit_s)
+        except TimeoutError:
+            raise FetchTimeout(f"no room to decode within {limit_s:g} s: the node's decoded bytes in flight "
+                               f"stay at {self.decoded.used} of {self.decoded.limit}") from None
+        try:
+            # the decode's CPU counts against total_timeout_s like the wait for the bytes did (not the wait for room)
+            started = start + draft.queued_s + self._clock.monotonic() - waited
+            deadline = Deadline(self._clock.monotonic, started + limit_s, limit_s)
+            draft.body = decode_body(raw, encoding, reserve, deadline)
+        except BaseException:
+            self.decoded.release(reserve)
+            raise
+        self.decoded.release(reserve - len(draft.body))
+        return len(draft.body)
 
     def _open(self) -> _Transport:
         if self._closed:

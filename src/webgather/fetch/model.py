@@ -10,7 +10,7 @@ Headers = tuple[tuple[str, str], ...]
 """HTTP header fields in wire order, names as sent."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class FetchResult:
     """The outcome of one HTTP request (no redirects followed: a 3xx is a result).
 

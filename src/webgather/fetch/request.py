@@ -35,7 +35,7 @@ class WireTarget:
     """A URL taken apart for the request line, the Host header and the connection."""
 
     url: str
-    """As recorded (canonical; credentials, if any, are kept here but never sent)."""
+    """As recorded (canonical; credentials, if any, dropped: never sent, logged or archived)."""
     scheme: str
     host: str
     """Lower-case; an IPv6 literal without brackets."""
@@ -61,6 +61,10 @@ def wire_target(url: str) -> WireTarget:
         raise InvalidUrl(f"{clip(str(url))!r}: {exc}") from None
     if parts.scheme not in _DEFAULT_PORTS or not host:
         raise InvalidUrl(f"not an absolute http(s) URL: {clip(str(url))!r}")
+    if port == 0:  # no server listens on port 0 (urlsplit's callers often read it as "the default")
+        raise InvalidUrl(f"port 0 in {clip(str(url))!r}")
+    if "@" in parts.netloc:  # credentials are never sent: nor recorded (the log, the WARC)
+        text = text.replace(parts.netloc, parts.netloc.rpartition("@")[2], 1)
     default = _DEFAULT_PORTS[parts.scheme]
     shown = f"[{host}]" if ":" in host else host
     host_header = shown if port in (None, default) else f"{shown}:{port}"
@@ -126,6 +130,8 @@ class Draft:
     error_detail: str = ""
     truncated: bool = False
     peer_ip: str | None = None
+    queued_s: float = 0.0
+    """Time the transport waited for a slot before the request went out (not counted in its timeout)."""
 
     def on_head(self, head: h1.ResponseHead) -> None:
         self.status, self.reason, self.http_version = head.status, head.reason, head.version

@@ -32,6 +32,9 @@ __all__ = [
 TRANSIENT_ERRORS = frozenset({"timeout", "reset", "truncated", "connect", "proxy_unreachable", "proxy_refused"})
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 DEFAULT_RETRY_AFTER_MAX_S = 3600.0
+MAX_DELAY_DIGITS = 12
+"""A delay-seconds of more digits (over 30,000 years) is taken as the clamp without converting it:
+``int`` of a 5,000-digit string raises ValueError."""
 """The default clamp, as ``politeness.retry_after_max_s``."""
 
 
@@ -63,8 +66,8 @@ def retry_after_s(
 def parse_retry_after(value: str, now_wall: float, *, max_s: float = DEFAULT_RETRY_AFTER_MAX_S) -> float | None:
     """A Retry-After value in seconds from ``now_wall``, clamped to ``[0, max_s]``; None if unreadable."""
     text = value.strip()
-    if text.isascii() and text.isdigit():
-        return min(float(int(text)), max_s)
+    if text.isascii() and text.isdigit():  # digits past MAX_DELAY_DIGITS: more than any clamp, not converted
+        return min(float(int(text)), max_s) if len(text) <= MAX_DELAY_DIGITS else max_s
     try:
         when = parsedate_to_datetime(text)
     except (TypeError, ValueError, IndexError, OverflowError):

@@ -20,12 +20,16 @@ host is resolved by :meth:`Resolver.resolve_trusted` (no guard).
 from __future__ import annotations
 
 import asyncio
+import select
 import socket
+from contextvars import ContextVar
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import aiohttp
 from aiohttp.abc import AbstractResolver, ResolveResult
+from aiohttp.client_proto import ResponseHandler
 from aiohttp.http_exceptions import ContentLengthError, HttpProcessingError, TransferEncodingError
 from yarl import URL
 
@@ -47,10 +51,80 @@ from webgather.errors import (
 from webgather.fetch import h1
 from webgather.fetch.model import Headers
 from webgather.fetch.proxy import check_answer
+from webgather.fetch.h1_conn import MAX_INTERIM
 from webgather.fetch.request import Draft, WireTarget
 from webgather.fetch.resolver import Resolver
 
 __all__ = ["AiohttpTransport", "map_transport_errors"]
+
+SETTLE_S = 0.005
+"""As :data:`webgather.fetch.h1_client.SETTLE_S`: a response on a kept-alive connection is watched this
+long for bytes no request accounts for before it is handed on."""
+
+
+def _unaccounted(protocol: ResponseHandler | None) -> bool:
+    """``protocol`` holds a response nobody asked for, failed to parse bytes, or its socket holds
+    bytes the event loop has not read yet: its framing is in doubt."""
+    if protocol is None:
+        return False
+    if len(protocol) or protocol.exception() is not None:
+        return True
+    transport = protocol.transport
+    sock = transport.get_extra_info("socket") if transport is not None else None
+    if sock is None:
+        return False
+    poller = select.poll()
+    poller.register(sock.fileno(), select.POLLIN)
+    return bool(poller.poll(0))
+
+
+_KEPT: ContextVar[ResponseHandler | None] = ContextVar("_KEPT", default=None)
+"""The kept-alive connection the current request went out on (None: a new one)."""
+
+
+def _keeps_alive(response: aiohttp.ClientResponse) -> bool:
+    """The response leaves its connection open for another (then bytes after it are stray): not
+    ``Connection: close``, not an HTTP/1.0 one without keep-alive, not close-delimited."""
+    tokens = {t.strip().lower() for t in response.headers.get("Connection", "").split(",")}
+    version = response.version
+    persistent = "keep-alive" in tokens if version is not None and version < (1, 1) else "close" not in tokens
+    return persistent and not (_close_delimited(response) and response.status not in (204, 304))
+
+
+class _Response(aiohttp.ClientResponse):
+    """aiohttp's response, reading at most :data:`MAX_INTERIM` informational (1xx) heads before the
+    final one (aiohttp reads them without a count: a ``102 Processing`` flood ran to the total timeout)."""
+
+    async def start(self, connection: Any) -> Any:
+        protocol = connection.protocol
+        read, heads = protocol.read, 0
+
+        async def counted() -> Any:
+            nonlocal heads
+            heads += 1
+            if heads > MAX_INTERIM + 1:
+                raise ProtocolViolation(f"over {MAX_INTERIM} informational (1xx) responses before the response")
+            return await read()
+
+        protocol.read = counted
+        try:
+            return await super().start(connection)
+        finally:
+            del protocol.read
+
+
+class _Connector(aiohttp.TCPConnector):
+    """aiohttp's connector, which never hands out an idle connection with bytes waiting on it (aiohttp
+    would read them as the answer to the next request), and tells the request (:data:`_KEPT`) which
+    kept-alive connection it got. ``_get`` is aiohttp's private seam (3.9 to 3.14)."""
+
+    async def _get(self, key: Any, traces: Any) -> Any:
+        while True:
+            conn = await super()._get(key, traces)
+            if conn is None or not _unaccounted(conn.protocol):
+                _KEPT.set(conn.protocol if conn is not None else None)
+                return conn
+            conn.close()
 
 
 class _AiohttpResolver(AbstractResolver):
@@ -87,15 +161,17 @@ class AiohttpTransport:
 
     def __init__(self, config: FetchConfig, resolver: Resolver, base_headers: Headers, verify_tls: bool,
                  proxies: frozenset[Proxy] = frozenset()) -> None:
-        connector = aiohttp.TCPConnector(
+        connector = _Connector(
             limit=config.concurrency, limit_per_host=0, use_dns_cache=False,
             resolver=_AiohttpResolver(resolver, frozenset(p.host for p in proxies)), ssl=verify_tls,
             local_addr=(config.source_address, 0) if config.source_address else None,
         )  # fmt: skip
+        self._connector = connector
         self._session = aiohttp.ClientSession(
             connector=connector,
             timeout=aiohttp.ClientTimeout(total=config.total_timeout_s, sock_connect=config.connect_timeout_s),
             auto_decompress=False, cookie_jar=aiohttp.DummyCookieJar(), trust_env=False, headers=base_headers,
+            response_class=_Response,
         )  # fmt: skip
         # aiohttp silently re-sends an idempotent request once when a reused connection
         # drops (RFC 9112 9.3.1 allows it). Our retry policy owns retries, with backoff and
@@ -104,27 +180,58 @@ class AiohttpTransport:
         # transport re-sends only on a reused connection with no response byte: h1_client.)
         self._session._retry_connection = False
         self._resolver = resolver
+        self._slots = asyncio.Semaphore(config.concurrency)
+        """Requests under way: the total timeout (aiohttp's, from ``get``) starts once one is held."""
 
     async def close(self) -> None:
         await self._session.close()
 
     async def exchange(self, target: WireTarget, extra: Headers, draft: Draft, proxy: Proxy | None = None) -> None:
-        with map_transport_errors(lambda: draft.status is not None), _proxy_errors(proxy):
-            draft.peer_ip = await self._resolver.resolve(target.host)
-            url = URL(f"{target.scheme}://{target.host_header}{target.path}", encoded=True)
-            headers, via, via_headers = _proxy_request(target, extra, proxy)
-            response = await self._session.get(url, headers=headers, allow_redirects=False,
-                                               proxy=via, proxy_headers=via_headers)
-            unwatch = _fail_body_on_disconnect(response)
-            try:
-                _take_head(response, draft, proxied=proxy is not None)
-                await _read_body(response, draft)
-            except BaseException:
-                response.close()  # do not reuse a connection whose body was not read to its end
-                raise
-            finally:
-                unwatch()
-            response.release()
+        loop = asyncio.get_running_loop()
+        queued_at = loop.time()
+        async with self._slots:
+            draft.queued_s = loop.time() - queued_at
+            with map_transport_errors(lambda: draft.status is not None), _proxy_errors(proxy):
+                draft.peer_ip = await self._resolver.resolve(target.host)
+                url = URL(f"{target.scheme}://{target.host_header}{target.path}", encoded=True)
+                headers, via, via_headers = _proxy_request(target, extra, proxy)
+                _KEPT.set(None)
+                response = await self._session.get(url, headers=headers, allow_redirects=False,
+                                                   proxy=via, proxy_headers=via_headers)
+                await self._read(response, draft, proxy is not None)
+
+    async def _read(self, response: aiohttp.ClientResponse, draft: Draft, proxied: bool) -> None:
+        """The head and body of ``response`` into ``draft``; then, on a kept-alive connection, a settle
+        (see :data:`SETTLE_S`): a response followed by stray bytes is dropped, ``reset``."""
+        kept = _KEPT.get()  # (aiohttp may have released the connection already: a short body came whole)
+        unwatch, cut = _fail_body_on_disconnect(response)
+        try:
+            _take_head(response, draft, proxied=proxied)
+            await _read_body(response, draft)
+            if cut() and _close_delimited(response):
+                raise TruncatedBody("connection reset before the end of a close-delimited body")
+            if kept is not None and _keeps_alive(response):
+                await asyncio.sleep(SETTLE_S)
+                if self._still_ours(kept, response) and _unaccounted(kept):
+                    kept.close()
+                    draft.forget_response()
+                    raise ConnectionReset("bytes after the response on a kept-alive connection: its framing is in doubt")
+        except BaseException:
+            response.close()  # do not reuse a connection whose body was not read to its end
+            raise
+        finally:
+            unwatch()
+        response.release()
+
+
+    def _still_ours(self, protocol: ResponseHandler, response: aiohttp.ClientResponse) -> bool:
+        """``protocol`` is this response's connection, or idle: not one another request took meanwhile."""
+        return response.connection is not None or protocol not in self._connector._acquired
+
+
+def _close_delimited(response: aiohttp.ClientResponse) -> bool:
+    """The body ends when the connection does (no Content-Length, not chunked)."""
+    return "Content-Length" not in response.headers and "chunked" not in response.headers.get("Transfer-Encoding", "")
 
 
 async def _read_body(response: aiohttp.ClientResponse, draft: Draft) -> None:
@@ -261,8 +368,9 @@ def _text(exc: BaseException | str | None, fallback: str) -> str:
     return " ".join(text.split()) or fallback
 
 
-def _fail_body_on_disconnect(response: aiohttp.ClientResponse) -> Callable[[], None]:
-    """Wake a body read stuck on a connection that is gone.
+def _fail_body_on_disconnect(response: aiohttp.ClientResponse) -> tuple[Callable[[], None], Callable[[], bool]]:
+    """Wake a body read stuck on a connection that is gone; (unwatch, cut): ``cut()`` tells whether
+    the connection has ended with an error (a reset), which a close-delimited body cannot tell.
 
     aiohttp 3.14's C parser, on broken chunk framing after the head, closes the
     connection but never fails the body stream, so a reader would wait for
@@ -273,7 +381,7 @@ def _fail_body_on_disconnect(response: aiohttp.ClientResponse) -> Callable[[], N
     protocol = connection.protocol if connection is not None else None
     closed = protocol.closed if protocol is not None else None  # (a protocol with no data is falsy)
     if protocol is None or closed is None:
-        return _nothing
+        return _nothing, _no
     content = response.content
 
     def on_closed(future: asyncio.Future[None]) -> None:
@@ -286,9 +394,16 @@ def _fail_body_on_disconnect(response: aiohttp.ClientResponse) -> Callable[[], N
     def unwatch() -> None:
         closed.remove_done_callback(on_closed)
 
+    def cut() -> bool:
+        return closed.done() and not closed.cancelled() and closed.exception() is not None
+
     closed.add_done_callback(on_closed)
-    return unwatch
+    return unwatch, cut
 
 
 def _nothing() -> None:
     return None
+
+
+def _no() -> bool:
+    return False

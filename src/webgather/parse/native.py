@@ -42,6 +42,7 @@ _SELF_TEST = [
         "d.html", "../x/%7euser/%41%2f%2F%3a?%41#x", "/p%zz%41%4a", "//other.org", "?q=2",
         "#only", "mailto:a@b.c", "javascript:void(0)", "http://a b/", "https://bücher.de/ü",
         "http://[::1]:80/%e2%82%ac", "\ud800", " /trim ", "", "HTTP://X.ORG:8080/%7E%7e%",
+        "http://u:p@a.org:0/", "https://u:p%40@x.org/%7e", "http://@x.org/",
     )
 ] + [("not a url", "https://ok.org/%61"), ("\udc80", "/x"), ("mailto:x@y.z", "/rel")]
 

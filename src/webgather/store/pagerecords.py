@@ -52,6 +52,8 @@ def fetch_records(
     head, body, block = _response_head(result), result.raw_body, _request_block(result)
     payload_digest, block_digest, request_digest = _digests(head, body, block)
     truncated = "WARC-Truncated: length\r\n" if result.truncated else ""
+    if result.error == "truncated" and not result.truncated:  # the connection cut the body
+        truncated = "WARC-Truncated: disconnect\r\n"
     response_head = (
         f"WARC/1.1\r\nWARC-Type: response\r\nWARC-Record-ID: {response_ref}\r\n{common}"
         f"Content-Type: application/http;msgtype=response\r\n{tail}WARC-Concurrent-To: {request_ref}\r\n"

@@ -169,8 +169,8 @@ def response_record(
     fields.append(("WARC-Concurrent-To", request_id))
     fields.append(("WARC-Block-Digest", sha1_digest(block)))
     fields.append(("WARC-Payload-Digest", payload_digest))
-    if result.truncated:
-        fields.append(("WARC-Truncated", "length"))
+    if result.truncated or result.error == "truncated":  # cut at max_body_bytes, or by the connection
+        fields.append(("WARC-Truncated", "length" if result.truncated else "disconnect"))
     return WarcRecord(warc_record(fields, block), record_id, date, payload_digest)
 
 

@@ -195,3 +195,12 @@ def test_decide_waits_for_retry_after_else_the_per_url_exponential_step() -> Non
     capped = decide(dataclasses.replace(url, attempt=1), _result(502), dataclasses.replace(
         config, politeness=dataclasses.replace(config.politeness, backoff_base_s=4.0)), 0.0)
     assert capped.retry_in_s == 5.0  # 4 * 2**1 = 8, capped at backoff_max_s
+
+
+def test_a_retry_after_past_the_longest_back_off_gives_the_url_up_and_caps_the_host_hold() -> None:
+    config = CrawlConfig()  # backoff_max_s 600: an hour's Retry-After held the host and the crawl's end 2 h
+    url = _item("http://a.test/x")
+    decision = decide(url, _result(503, (("Retry-After", "3600"),)), config, 0.0)
+    assert (decision.retry, decision.error, decision.host_error) == (False, "retry_after", True)
+    assert decision.retry_after_s == config.politeness.backoff_max_s
+    assert decide(url, _result(503, (("Retry-After", "600"),)), config, 0.0).retry  # within: waited for

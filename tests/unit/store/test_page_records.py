@@ -35,16 +35,17 @@ def _reference(result: FetchResult, ids: tuple[str, str], date: str, info: str |
 @given(
     st.tuples(any_text, any_text), any_text, st.none() | any_text, any_text, any_text,
     st.integers(100, 999), any_text, headers, headers, st.binary(max_size=300), st.booleans(), st.none() | any_text,
+    st.sampled_from([None, "truncated", "too_large"]),
 )
 def test_fetch_records_are_the_reference_bytes(
     ids: tuple[str, str], date: str, info: str | None, path: str, version: str, status: int, reason: str,
     request_headers: tuple[tuple[str, str], ...], response_headers: tuple[tuple[str, str], ...],
-    body: bytes, truncated: bool, ip: str | None,
+    body: bytes, truncated: bool, ip: str | None, error: str | None,
 ) -> None:
     result = FetchResult(
         url="http://x.example/" + path, started_at=1.7e9, elapsed_s=0.1, status=status, reason=reason,
         http_version=version, request_headers=request_headers, response_headers=response_headers,
-        raw_body=body, body=body, truncated=truncated, peer_ip=ip,
+        raw_body=body, body=body, truncated=truncated, peer_ip=ip, error=error,
     )
     try:
         expected = _reference(result, ids, date, info)

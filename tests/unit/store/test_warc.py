@@ -89,6 +89,14 @@ def test_truncated_body_is_marked(tmp_path: Path) -> None:
     assert response["block"].endswith(b"a" * 100)
 
 
+def test_a_body_cut_by_the_connection_is_marked_disconnect(tmp_path: Path) -> None:
+    archive = Archive.open(tmp_path, "n1", StoreConfig())
+    archive.write_fetch(page(body=b"a" * 100, error="truncated"))
+    archive.close()
+    response = [r for r in read_records(_only_file(tmp_path)) if r["type"] == "response"][0]
+    assert response["headers"]["WARC-Truncated"] == "disconnect"
+
+
 def test_chunked_transfer_encoding_is_not_claimed_and_crlf_cannot_forge_headers(tmp_path: Path) -> None:
     headers = (("Transfer-Encoding", "chunked"), ("X-Evil", "a\r\nWARC-Type: bogus"), ("Content-Type", "text/html"))
     archive = Archive.open(tmp_path, "n1", StoreConfig())

@@ -1,0 +1,90 @@
+"""A loopback server that owns each connection whole: a handler reads and writes raw bytes as it likes.
+
+For the fetcher's tests of servers that break HTTP/1.1's framing on purpose:
+stray responses on a kept-alive connection, answers before the request,
+resets mid-body. Each connection runs ``handler(reader, writer, state)``;
+``state`` is shared by the connections of one server (counters, paths seen).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "WireState"], Awaitable[None]]
+
+
+@dataclass
+class WireState:
+    connections: int = 0
+    paths: list[str] = field(default_factory=list)
+
+
+def head(status: str, headers: list[tuple[str, str]], version: str = "1.1") -> bytes:
+    lines = [f"HTTP/{version} {status}"] + [f"{k}: {v}" for k, v in headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+
+def page(body: bytes, version: str = "1.1") -> bytes:
+    return head("200 OK", [("Content-Type", "text/html"), ("Content-Length", str(len(body)))], version) + body
+
+
+async def read_request(reader: asyncio.StreamReader, state: WireState) -> str | None:
+    """The next request's path, or None at the end of the connection."""
+    try:
+        raw = await reader.readuntil(b"\r\n\r\n")
+    except (asyncio.IncompleteReadError, ConnectionError):
+        return None
+    path = raw.split(b" ", 2)[1].decode("latin-1")
+    state.paths.append(path)
+    return path
+
+
+def reset(writer: asyncio.StreamWriter) -> None:
+    """Close with a TCP RST (SO_LINGER 0), as a crashed peer or a middlebox would."""
+    sock = writer.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+class WireServer:
+    """``async with WireServer(handler) as server``: ``server.url(path)``, ``server.state``."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.state = WireState()
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def __aenter__(self) -> WireServer:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self.state.connections += 1
+        try:
+            await self.handler(reader, writer, self.state)
+        except (ConnectionError, asyncio.CancelledError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
