@@ -81,15 +81,7 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     add("--ignore-robots", action="store_true", help="do not fetch or obey robots.txt (only for servers you own)")
     add("--no-progress", action="store_true", help="no live progress display")
     add("--pin-cpu", default=None, help='keep the node on one CPU: "auto", "off", or a CPU index')
-    add("--allow-address", action="append", default=None, metavar="CIDR",
-        help="connect to this private network even so (repeatable; e.g. 127.0.0.0/8 for a testweb on loopback)")
-    add("--source-address", default=None, help="local IP address this node's connections come from")
-    add("--proxy", default=None, metavar="URL",
-        help='HTTP proxy http://[user:password@]host:port, or "direct"; unset: [fetch] proxy, else '
-             "HTTP_PROXY/HTTPS_PROXY/NO_PROXY; credentials are safer in WEBGATHER_FETCH__PROXY than in argv")
-    add("--proxy-rule", action="append", default=None, metavar="'PATTERN PROXY'",
-        help='hosts matching the glob PATTERN go through PROXY (a URL or "direct"); first match wins, '
-             "before --proxy (repeatable)")
+    add_network_options(parser)
     add_scope_rule_options(parser)
     add_render_options(parser)
     add_metrics_option(parser)
@@ -101,6 +93,20 @@ def add_crawl_options(parser: argparse.ArgumentParser) -> None:
              "in a cluster each node writes <stem>-<node id><suffix> in its node directory")
     add_log_options(parser)
     show_setting_defaults(parser)
+
+
+def add_network_options(parser: argparse.ArgumentParser) -> None:
+    """Where the node's connections may go and come from: private networks, source address, proxies."""
+    add = parser.add_argument
+    add("--allow-address", action="append", default=None, metavar="CIDR",
+        help="connect to this private network even so (repeatable; e.g. 127.0.0.0/8 for a testweb on loopback)")
+    add("--source-address", default=None, help="local IP address this node's connections come from")
+    add("--proxy", default=None, metavar="URL",
+        help='HTTP proxy http://[user:password@]host:port, or "direct"; unset: [fetch] proxy, else '
+             "HTTP_PROXY/HTTPS_PROXY/NO_PROXY; credentials are safer in WEBGATHER_FETCH__PROXY than in argv")
+    add("--proxy-rule", action="append", default=None, metavar="'PATTERN PROXY'",
+        help='hosts matching the glob PATTERN go through PROXY (a URL or "direct"); first match wins, '
+             "before --proxy (repeatable)")
 
 
 def add_scope_rule_options(parser: argparse.ArgumentParser) -> None:
