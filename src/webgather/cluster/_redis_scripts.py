@@ -154,7 +154,9 @@ return 1
 """
 
 TRY_LEASE = """
--- KEYS: lease; ARGV: node, ttl ms. Free or expired: take it; ours: renew; else: no.
+-- KEYS: lease, settings; ARGV: node, ttl ms, guard. Free or expired: take it; ours: renew; else: no.
+-- guard "1": the crawl was registered here; settings gone means Redis lost the crawl's data: -1, untouched.
+if ARGV[3] == '1' and redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
