@@ -14,6 +14,7 @@ __all__ = [
     "ENSURE_SETTINGS",
     "GET_TABLE",
     "INTEREST",
+    "LEASE_CHECK",
     "LEAVE",
     "MEMBERS",
     "PUBLISH_ADDRESSES",
@@ -151,6 +152,12 @@ redis.call('DEL', KEYS[1])
 redis.call('SREM', KEYS[2], ARGV[1])
 if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
 return 1
+"""
+
+LEASE_CHECK = """
+-- KEYS: member key, table. The member key's remaining life in the server's time (ms; -2: gone)
+-- and the table's version ('' if none): what a node's fence asks before its requests.
+return {redis.call('PTTL', KEYS[1]), redis.call('HGET', KEYS[2], 'version') or ''}
 """
 
 TRY_LEASE = """

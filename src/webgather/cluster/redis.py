@@ -380,6 +380,12 @@ class RedisCoordinator:
             raise self.data_lost()
         return bool(taken == 1)
 
+    async def lease_check(self, node: str) -> tuple[int, int | None]:
+        """The member key of ``node``: its remaining life in Redis's time (ms, negative if it is
+        gone), and the table's version (None: no table). One script call (``runtime.cluster_fence``)."""
+        ttl, version = await self.backend.run("LEASE_CHECK", [self.keys.member_prefix + node, self.keys.table], [])
+        return int(ttl), int(version) if version else None
+
     async def lease_holder(self) -> str | None:
         """The node holding the coordinator lease (the one coordinating), or None."""
         with self.backend.errors():

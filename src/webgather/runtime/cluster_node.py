@@ -65,7 +65,7 @@ from webgather.runtime.cluster_budget import CycleBudget, chunk_size
 from webgather.runtime.cluster_permits import PagePermits, batch_size
 from webgather.runtime.cluster_buckets import BucketKeeper, stored_buckets
 from webgather.runtime.cluster_cycle import NodeCycle, RowStore
-from webgather.runtime.cluster_fence import Lease, fenced_parts, keeping_alive
+from webgather.runtime.cluster_fence import Lease, fenced_parts, keeping_alive, server_check
 from webgather.runtime.cluster_figures import node_info, node_summary
 from webgather.runtime.cluster_losses import Losses, release_overdue
 from webgather.runtime.cluster_recovery import lock_held, recover_node
@@ -108,7 +108,9 @@ class ClusterNode:
         cluster = parts.config.cluster
         self.ownership = Ownership(parts.node_id)
         self.lease = Lease(cluster.member_ttl_s, cluster.lease_margin_s)  # every request checks it: cluster_fence
-        parts, self.http = fenced_parts(parts, self.lease, self.ownership.is_ready)  # the parts it crawls with
+        server = server_check(backend.coordinator(), parts.node_id, lambda: self.ownership.version,
+                              cluster.lease_margin_s)  # the lease in Redis's time, before every request
+        parts, self.http = fenced_parts(parts, self.lease, self.ownership.is_ready, server)  # what it crawls with
         self.parts = parts
         self.node_id, self.cfg, self.losses = parts.node_id, cluster, Losses(parts.node_id)
         self.transport, self.coordinator = backend.transport(self.node_id), backend.coordinator()
