@@ -35,8 +35,13 @@ client so the run loop (``runtime.node``) is untouched apart from handling
   more *in the server's time* and the table must be the one adopted. The ask is
   sent after the request began waiting (one ask serves every request waiting
   when it is sent: under load a handful of requests share one round trip).
-  Refused, the lease counts as lapsed: requests wait for a heartbeat sent after
-  that and a table read after it, as after a thaw. Redis unreachable is a
+  An answer that comes back more than ``lease_margin_s + heartbeat_s`` after
+  its ask was sent (by the node's clock: a freeze between the server's answer
+  and its use, a loop stalled that long) is stale: the requests ask again.
+  A key that lives but a newer table: requests wait until the node adopted it
+  (its next beat), then ask again. A key gone or about to go: the lease counts
+  as lapsed, and requests wait for a heartbeat sent after that and a table
+  read after it, as after a thaw. Redis unreachable is a
   refusal too: a node that cannot learn whether it is still a member does not
   fetch.
 
@@ -67,7 +72,8 @@ from webgather.urls import host_key
 if TYPE_CHECKING:
     from webgather.cluster.keepalive import KeepAlive
 
-__all__ = ["FencedHttp", "Lease", "ServerCheck", "fenced_parts", "keeping_alive", "server_check"]
+__all__ = ["HELD", "LAPSED", "NEWER_TABLE", "STALE", "FencedHttp", "Lease", "ServerCheck", "fenced_parts", "keeping_alive",
+           "server_check"]
 
 log = logging.getLogger(__name__)
 
@@ -121,20 +127,27 @@ class Lease:
 
 Probe = Callable[[], Awaitable[tuple[int, "int | None"]]]
 """The member key's remaining life in the server's time (ms) and the table's version (``lease_check``)."""
+HELD, NEWER_TABLE, LAPSED, STALE = "held", "newer table", "lapsed", "stale"
+""":meth:`ServerCheck.confirm`'s verdicts."""
 
 
 class ServerCheck:
     """Asks the backend whether the lease holds in the server's time (module docstring)."""
 
-    def __init__(self, probe: Probe, adopted: Callable[[], int | None], margin_s: float) -> None:
+    def __init__(self, probe: Probe, adopted: Callable[[], int | None], margin_s: float,
+                 monotonic: Callable[[], float], fresh_s: float) -> None:
         self.probe, self.adopted, self.margin_ms = probe, adopted, margin_s * 1000
+        self.monotonic, self.fresh_s = monotonic, fresh_s
+        """An answer used later than ``fresh_s`` after its ask was sent is :data:`STALE`."""
         self.asks = 0
-        self._next: asyncio.Future[bool] | None = None
+        self._next: asyncio.Future[str] | None = None
         """The answer of the ask not sent yet (every request that waits from now on shares it)."""
         self._task: asyncio.Task[None] | None = None
 
-    async def confirm(self) -> bool:
-        """True if an ask sent after this call began says the lease holds."""
+    async def confirm(self) -> str:
+        """What an ask sent after this call began says: :data:`HELD`, :data:`NEWER_TABLE` (the key lives,
+        the table is not the adopted one yet), :data:`LAPSED` (the key is gone or about to go, no table,
+        or the backend did not answer) or :data:`STALE` (the answer came too late to judge by: ask again)."""
         if self._next is None:
             self._next = asyncio.get_running_loop().create_future()
             if self._task is None or self._task.done():
@@ -145,15 +158,23 @@ class ServerCheck:
         while self._next is not None:
             answer, self._next = self._next, None
             try:
-                ttl_ms, version = await self.probe()
-                held = ttl_ms > self.margin_ms and version is not None and version == self.adopted()
+                sent = self.monotonic()
+                verdict = self._verdict(*await self.probe())
+                answer.set_result(STALE if self.monotonic() - sent > self.fresh_s else verdict)
             except ClusterError:  # unreachable, or its data lost: not known to hold
-                held = False
+                answer.set_result(LAPSED)
             except BaseException:
                 answer.cancel()
                 raise
             self.asks += 1
-            answer.set_result(held)
+
+    def _verdict(self, ttl_ms: int, version: int | None) -> str:
+        adopted = self.adopted()
+        if ttl_ms <= self.margin_ms or version is None:
+            return LAPSED
+        if adopted is None or version > adopted:
+            return NEWER_TABLE
+        return HELD if version == adopted else LAPSED
 
 
 class FencedHttp:
@@ -169,7 +190,7 @@ class FencedHttp:
         self.owns = owns
         """``owns(host)``: is the host's bucket this node's to fetch now?"""
         self.node = node
-        self.counts = {"lease_waits": 0, "fenced": 0, "server_refused": 0}
+        self.counts = {"lease_waits": 0, "fenced": 0, "server_refused": 0, "table_waits": 0, "server_stale": 0}
         self._renewed = asyncio.Event()
         self._lapsed = False
 
@@ -190,13 +211,26 @@ class FencedHttp:
             if not self.lease.valid(self.clock.monotonic()):
                 self.counts["lease_waits"] += 1
                 await self._wait_lease()
-            if self.server is None or await self.server.confirm():
+            verdict = HELD if self.server is None else await self.server.confirm()
+            if verdict == HELD:
                 break
-            self.counts["server_refused"] += 1  # the node's clock said yes, the server's time no
-            self.lease.lapse()
+            if verdict == STALE:
+                self.counts["server_stale"] += 1
+            elif verdict == NEWER_TABLE:  # adopted at the node's next beat (table_read wakes us)
+                self.counts["table_waits"] += 1
+                await self._next_table_read()
+            else:
+                self.counts["server_refused"] += 1  # the node's clock said yes, the server's time no
+                self.lease.lapse()
         if not self.owns(host):
             self.counts["fenced"] += 1
             raise Fenced(f"node {self.node} no longer owns {host}: request not sent")
+
+    async def _next_table_read(self) -> None:
+        self._renewed.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.lease.margin_s):
+                await self._renewed.wait()
 
     async def _wait_lease(self) -> None:
         if not self._lapsed:
@@ -247,14 +281,15 @@ def keeping_alive(transport: object, node: str, cluster: ClusterConfig, lease: L
             http.counts["server_asks"] = http.server.asks
 
 
-def server_check(coordinator: object, node: str, adopted: Callable[[], int | None],
-                 margin_s: float) -> ServerCheck | None:
+def server_check(coordinator: object, node: str, adopted: Callable[[], int | None], cluster: ClusterConfig,
+                 clock: Clock) -> ServerCheck | None:
     """The :class:`ServerCheck` of a coordinator that answers ``lease_check`` (Redis); None for one whose
     nodes share one process and clock (the in-process hub)."""
     check = getattr(coordinator, "lease_check", None)
     if check is None:
         return None
-    return ServerCheck(lambda: check(node), adopted, margin_s)
+    return ServerCheck(lambda: check(node), adopted, cluster.lease_margin_s, clock.monotonic,
+                       cluster.lease_margin_s + cluster.heartbeat_s)
 
 
 def fenced_parts(parts: NodeParts, lease: Lease, is_ready: Callable[[int], bool],

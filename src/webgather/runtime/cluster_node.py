@@ -108,8 +108,8 @@ class ClusterNode:
         cluster = parts.config.cluster
         self.ownership = Ownership(parts.node_id)
         self.lease = Lease(cluster.member_ttl_s, cluster.lease_margin_s)  # every request checks it: cluster_fence
-        server = server_check(backend.coordinator(), parts.node_id, lambda: self.ownership.version,
-                              cluster.lease_margin_s)  # the lease in Redis's time, before every request
+        server = server_check(backend.coordinator(), parts.node_id, lambda: self.ownership.version, cluster,
+                              parts.clock)  # the lease in Redis's time, before every request
         parts, self.http = fenced_parts(parts, self.lease, self.ownership.is_ready, server)  # what it crawls with
         self.parts = parts
         self.node_id, self.cfg, self.losses = parts.node_id, cluster, Losses(parts.node_id)
