@@ -59,6 +59,12 @@ async def test_one_ask_serves_every_request_waiting_when_it_is_sent_and_verdicts
     server.gate.set()
     assert await late == STALE
     server.gate = None
+    # the answer came at once, then the node froze before this request's turn: stale as well
+    waiting = asyncio.ensure_future(check.confirm())
+    await asyncio.sleep(0)
+    assert check._next is not None
+    check._next.add_done_callback(lambda _answer: clock.advance(0.5))  # runs before the waiter resumes
+    assert await waiting == STALE
     server.fail = True
     assert await check.confirm() == LAPSED
 

@@ -35,9 +35,10 @@ client so the run loop (``runtime.node``) is untouched apart from handling
   more *in the server's time* and the table must be the one adopted. The ask is
   sent after the request began waiting (one ask serves every request waiting
   when it is sent: under load a handful of requests share one round trip).
-  An answer that comes back more than ``lease_margin_s + heartbeat_s`` after
-  its ask was sent (by the node's clock: a freeze between the server's answer
-  and its use, a loop stalled that long) is stale: the requests ask again.
+  An answer used more than ``lease_margin_s + heartbeat_s`` after its ask was
+  sent (by the node's clock, judged when each waiting request resumes: a
+  freeze between the server's answer and its use, a loop stalled that long)
+  is stale: the request asks again.
   A key that lives but a newer table: requests wait until the node adopted it
   (its next beat), then ask again. A key gone or about to go: the lease counts
   as lapsed, and requests wait for a heartbeat sent after that and a table
@@ -140,8 +141,9 @@ class ServerCheck:
         self.monotonic, self.fresh_s = monotonic, fresh_s
         """An answer used later than ``fresh_s`` after its ask was sent is :data:`STALE`."""
         self.asks = 0
-        self._next: asyncio.Future[str] | None = None
-        """The answer of the ask not sent yet (every request that waits from now on shares it)."""
+        self._next: asyncio.Future[tuple[str, float]] | None = None
+        """The answer (verdict, send time) of the ask not sent yet (every request that waits from now on
+        shares it)."""
         self._task: asyncio.Task[None] | None = None
 
     async def confirm(self) -> str:
@@ -152,17 +154,19 @@ class ServerCheck:
             self._next = asyncio.get_running_loop().create_future()
             if self._task is None or self._task.done():
                 self._task = asyncio.create_task(self._asking())
-        return await asyncio.shield(self._next)
+        verdict, sent = await asyncio.shield(self._next)
+        # judged here, as late as can be (the request goes out from here without another wait of this
+        # module): a freeze between the answer and this caller's turn makes it stale too
+        return STALE if verdict == HELD and self.monotonic() - sent > self.fresh_s else verdict
 
     async def _asking(self) -> None:
         while self._next is not None:
             answer, self._next = self._next, None
+            sent = self.monotonic()
             try:
-                sent = self.monotonic()
-                verdict = self._verdict(*await self.probe())
-                answer.set_result(STALE if self.monotonic() - sent > self.fresh_s else verdict)
+                answer.set_result((self._verdict(*await self.probe()), sent))
             except ClusterError:  # unreachable, or its data lost: not known to hold
-                answer.set_result(LAPSED)
+                answer.set_result((LAPSED, sent))
             except BaseException:
                 answer.cancel()
                 raise
