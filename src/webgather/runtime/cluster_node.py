@@ -84,9 +84,9 @@ BUDGET_POLL_S = 0.05
 IDLE_BEAT_S = 0.1
 """Beat and coordinate this often while idle (``heartbeat_s`` while crawling)."""
 STARTUP_GRACE_S = 10.0
+"""A node in the table never seen alive gets this long to start before it counts as dead."""
 WATCH_S = 0.25
 """The watch loop looks at the outages this often (it makes no call that could hang)."""
-"""A node in the table never seen alive gets this long to start before it counts as dead."""
 
 
 def _router(parts: NodeParts, transport: UrlTransport, ownership: Ownership,
@@ -150,7 +150,8 @@ class ClusterNode:
         self.outage = Outage(self.node_id, cfg.max_outage_s, now=now)
         self.store_outage = Outage(self.node_id, cfg.max_outage_s, "shared store", now=now, from_last_answer=False)
         self.quiet_s = max(cfg.member_ttl_s, 3 * cfg.heartbeat_s)
-        """No beat answered this long: the backend is taken as away (a black-holed link hangs, not fails)."""
+        """Neither the beat nor the lease loop got an answer this long: the backend is taken as away (a
+        black-holed link hangs, it does not fail)."""
         self.failure: CannotContinue | None = None
         """Set when the node gave up on its backend or store (``run`` returns, the caller raises it)."""
 
@@ -331,6 +332,7 @@ class ClusterNode:
         while not self._closing:
             try:
                 self._lease_held = await self.coordinator.try_lease(self.node_id, self.cfg.member_ttl_s)
+                self._backend_answered()  # a beat held up by other work (the keeper's lock) is not silence
                 if self._lease_held:
                     await self.coordinating.tick()
             except BackendUnavailable as exc:
