@@ -127,10 +127,10 @@ def _log_entries(log: Path) -> list[dict[str, Any]]:
     return list(read_crawl_log(log)) if log.exists() else []
 
 
-async def _start(args: list[str], log: Path) -> asyncio.subprocess.Process:
+async def _start(args: list[str], log: Path, env: dict[str, str] | None = None) -> asyncio.subprocess.Process:
     handle = log.open("ab")
     try:
-        return await asyncio.create_subprocess_exec(sys.executable, "-m", "webgather", *args, stdout=handle,
+        return await asyncio.create_subprocess_exec(sys.executable, "-m", "webgather", *args, stdout=handle, env=env,
                                                     stderr=asyncio.subprocess.STDOUT)
     finally:
         handle.close()
@@ -177,12 +177,15 @@ class _Cluster:
     peak: int = 0
     """Redis's highest sampled ``used_memory_peak`` (bytes)."""
     fault_wall: float = 0.0
+    victim_env: dict[str, str] | None = None
+    """The victim's environment (e.g. libfaketime's, for a clock that runs slow), None: this one's."""
 
     def log(self, node: str) -> Path:
         return self.outs[node] / "nodes" / node / "crawl.log.jsonl"
 
     async def start(self, node: str, key: str | None = None) -> None:
-        self.procs[key or node] = await _start(self.args[node], self.tmp / f"{node}.log")
+        env = self.victim_env if node == VICTIM else None
+        self.procs[key or node] = await _start(self.args[node], self.tmp / f"{node}.log", env)
 
     def mark_fault(self) -> None:
         self.victim = _log_entries(self.log(VICTIM))
@@ -282,7 +285,8 @@ async def _peak_sampler(url: str, every_s: float = 0.25) -> AsyncIterator[list[i
 async def run_scenario(tmp: Path, store_url: str | None, *, fault: str = "kill_delete", n_hosts: int = 24,
                        kill_after_pages: int = 20, timeout_s: float = 160.0, checkpoint_s: float = 0.5,
                        min_delay_s: float = 0.25, claim_idle_s: float = 5.0, pause_s: float = 4.0,
-                       crawled_s: float = 0.0, **web: Any) -> Outcome:
+                       crawled_s: float = 0.0, victim_env: dict[str, str] | None = None,
+                       member_ttl_s: float = 1.0, **web: Any) -> Outcome:
     if fault not in FAULTS:
         raise ValueError(f"unknown fault {fault!r}; one of {', '.join(FAULTS)}")
     params = small_web(n_hosts=n_hosts, **web)
@@ -291,12 +295,13 @@ async def run_scenario(tmp: Path, store_url: str | None, *, fault: str = "kill_d
         extra = {"shared_store": store_url} if store_url else {}
         config = cluster_config(params, tmp / "cfg", srv.write_resolve_file(tmp / "resolve.txt"), n_buckets=M,
                                 min_delay_s=min_delay_s, checkpoint_s=checkpoint_s, claim_idle_s=claim_idle_s,
-                                **extra)
+                                member_ttl_s=member_ttl_s, **extra)
         # a failed robots.txt is retried after error_retry_s, which the robots gate does not raise to the
         # politeness delay (crawl_config_for sets 0.01 s): make it the delay, politeness is measured here
         config = dataclasses.replace(config, robots=dataclasses.replace(config.robots, error_retry_s=min_delay_s))
         seeds = [srv.home_url(0), srv.home_url(3)]
         c = _cluster(tmp, redis, store_url, seeds, write_toml(config, tmp / "crawl.toml"))
+        c.victim_env = victim_env
         fault_s = await _run(c, fault, (kill_after_pages, crawled_s), timeout_s, pause_s)
         async with asyncio.timeout(30):
             counters = await _counters(redis.url)

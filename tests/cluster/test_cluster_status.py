@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from webgather.cluster.mapping import initial
@@ -46,3 +49,39 @@ def test_status_text_lists_nodes_buckets_and_balance() -> None:
     assert text.splitlines()[0].startswith("crawl c1: table v0 over 8 buckets, 1 live node(s)")
     assert "missing" in text and "busy" in text and "0.4" in text  # b missing; a's rate 4 pages / 10 s
     assert "var_share" in text
+
+
+def test_status_text_names_the_coordinator() -> None:
+    members = {"a": {"idle": True, "applied": True}, "b": {"idle": True, "applied": True}}
+    text = status_text(members, initial(["a", "b"], 8), {"runs": 1}, "c1", coordinator="b")
+    assert text.splitlines()[1] == "coordinator: b"
+    assert [line.split()[:3] for line in text.splitlines() if line.startswith(("a ", "b "))] == [
+        ["a", "idle", "4"], ["b", "idle,", "coordinator"]]
+    assert "coordinator: none" in status_text(members, None, {}, "c1")
+
+
+async def test_cluster_status_says_which_node_coordinates(tmp_path: Path) -> None:
+    """``webgather cluster status`` against a real Redis where node b holds the coordinator lease."""
+    from cluster_process_helpers import finish, start_webgather
+
+    from webgather.cluster.embedded import EmbeddedRedis
+    from webgather.cluster.redis import RedisBackend
+
+    with EmbeddedRedis(tmp_path / "redis") as server:
+        backend = await RedisBackend.connect(server.url, "c1", 8)
+        try:
+            coordinator = backend.coordinator()
+            await coordinator.cas_table(None, initial(["a", "b"], 8))
+            for node in ("a", "b"):
+                await coordinator.heartbeat(node, {"idle": True, "applied": True}, 60.0)
+            assert await coordinator.try_lease("b", 60.0)
+            assert await coordinator.lease_holder() == "b"
+        finally:
+            await backend.aclose()
+        code, text = await finish(await start_webgather("cluster", "status", "--redis", server.url, "--crawl", "c1"),
+                                  60.0)
+        assert code == 0, text
+        assert "coordinator: b" in text.splitlines(), text
+        code, raw = await finish(await start_webgather("cluster", "status", "--redis", server.url, "--crawl", "c1",
+                                                       "--json"), 60.0)
+        assert json.loads(raw)["coordinator"] == "b"

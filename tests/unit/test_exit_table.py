@@ -76,3 +76,20 @@ def test_a_cycle_with_answers_or_nothing_due_exits_0_and_one_that_stopped_1() ->
     assert cycle_exit_code(_cycle(40, 39, {"dns": 1})) == ExitCode.DONE
     assert cycle_exit_code(_cycle(0, 0, {})) == ExitCode.DONE  # nothing was due
     assert cycle_exit_code(_cycle(3, 0, {}, done=False)) == ExitCode.NOT_ENDED
+
+
+@pytest.mark.parametrize(("codes", "expected"), [
+    ({"w0": 6, "w1": 0}, ExitCode.CANNOT_CONTINUE),
+    ({"w0": 3, "w1": 6}, ExitCode.WRITE_FAILED),
+    ({"w0": -9, "w1": 0}, ExitCode.NOT_ENDED),
+])
+def test_workers_exit_with_their_workers_reason_to_stop(codes: dict[str, int], expected: int,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from webgather.commands.node import _workers_exit_code
+
+    summary = _summary(pages=5, status={"200": 5}, finished=False, exit_codes=codes,
+                       nodes={name: {"end": "stopped" if code else "done"} for name, code in codes.items()})
+    summary.pop("end")
+    assert _workers_exit_code(summary) == expected
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == (0 if expected == ExitCode.NOT_ENDED else 1)

@@ -14,6 +14,7 @@ __all__ = [
     "ENSURE_SETTINGS",
     "GET_TABLE",
     "INTEREST",
+    "LEASE_CHECK",
     "LEAVE",
     "MEMBERS",
     "PUBLISH_ADDRESSES",
@@ -153,8 +154,16 @@ if redis.call('GET', KEYS[3]) == ARGV[1] then redis.call('DEL', KEYS[3]) end
 return 1
 """
 
+LEASE_CHECK = """
+-- KEYS: member key, table. The member key's remaining life in the server's time (ms; -2: gone)
+-- and the table's version ('' if none): what a node's fence asks before its requests.
+return {redis.call('PTTL', KEYS[1]), redis.call('HGET', KEYS[2], 'version') or ''}
+"""
+
 TRY_LEASE = """
--- KEYS: lease; ARGV: node, ttl ms. Free or expired: take it; ours: renew; else: no.
+-- KEYS: lease, settings; ARGV: node, ttl ms, guard. Free or expired: take it; ours: renew; else: no.
+-- guard "1": the crawl was registered here; settings gone means Redis lost the crawl's data: -1, untouched.
+if ARGV[3] == '1' and redis.call('EXISTS', KEYS[2]) == 0 then return -1 end
 local cur = redis.call('GET', KEYS[1])
 if not cur then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])

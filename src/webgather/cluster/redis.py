@@ -12,6 +12,10 @@ keep a crawl in one hash slot, so the Lua scripts may touch any of them):
 ``settings``        string: the crawl's settings as canonical JSON
 ``members``         set of node ids; ``m:<node>``: string info JSON with a TTL (``SET PX``)
 ``lease``           string: the lease holder, with a TTL (``SET NX PX``)
+``settings``        also the crawl's marker: a node that registered the crawl finds it at every
+                    heartbeat and lease renewal; gone (FLUSHALL, a restart without persistence), the
+                    node stops with :class:`~webgather.errors.CannotContinue` instead of crawling on
+                    an empty Redis (no table, no counters: the crawl's end would never be seen)
 ``counters``        hash of integer counters (``HINCRBY``)
 ``addresses``       hash host -> address (``HSETNX`` in a script: the first published wins)
 ==================  ===============================================================
@@ -69,7 +73,7 @@ from webgather.cluster import _redis_scripts as lua
 from webgather.cluster._redis_keys import Keys, redact_url
 from webgather.cluster.mapping import DEFAULT_BUCKETS, MAX_BUCKETS, BucketTable
 from webgather.cluster.transport import Delivery
-from webgather.errors import BackendBusy, BackendUnavailable, ClusterError
+from webgather.errors import BackendBusy, BackendUnavailable, CannotContinue, ClusterError
 from webgather.clock import Clock, SystemClock
 
 __all__ = ["GROUP", "RedisBackend", "RedisCoordinator", "RedisTransport", "redact_url"]
@@ -300,6 +304,14 @@ class RedisCoordinator:
         self.backend = backend
         self.keys = backend.keys
         self._cached: BucketTable | None = None
+        self.registered = False
+        """This coordinator registered the crawl (its settings key is the marker a flush removes)."""
+
+    def data_lost(self) -> CannotContinue:
+        return CannotContinue(
+            f"Redis at {self.backend.where} lost crawl {self.backend.crawl!r}'s data (its keys are gone: "
+            "FLUSHALL, or a restart without persistence); this node stopped and kept its state, "
+            "the crawl cannot go on from that Redis")
 
     async def get_table(self) -> BucketTable | None:
         known = "" if self._cached is None else str(self._cached.version)
@@ -332,6 +344,7 @@ class RedisCoordinator:
         if not isinstance(stored, dict):
             raise ClusterError("stored crawl settings are not a JSON object")
         common.settings_mismatch(stored, given)
+        self.registered = True
         return stored
 
     async def heartbeat(self, node: str, info: Mapping[str, Any], ttl_s: float) -> None:
@@ -340,9 +353,12 @@ class RedisCoordinator:
         text = common.mapping_json(info, "member info")[0]
         with self.backend.errors():
             async with self.backend.client.pipeline(transaction=True) as pipe:
+                pipe.exists(self.keys.settings)
                 pipe.set(self.keys.member_prefix + node, text, px=ttl_ms)
                 pipe.sadd(self.keys.members, node)
-                await pipe.execute()
+                marked = (await pipe.execute())[0]
+        if self.registered and not marked:
+            raise self.data_lost()
 
     async def members(self) -> dict[str, dict[str, Any]]:
         flat = await self.backend.run("MEMBERS", [self.keys.members], [self.keys.member_prefix])
@@ -358,7 +374,23 @@ class RedisCoordinator:
     async def try_lease(self, node: str, ttl_s: float) -> bool:
         common.check_node(node)
         ttl_ms = max(1, round(common.check_seconds("ttl_s", ttl_s, positive=True) * 1000))
-        return bool(await self.backend.run("TRY_LEASE", [self.keys.lease], [node, ttl_ms]) == 1)
+        keys, guard = [self.keys.lease, self.keys.settings], "1" if self.registered else "0"
+        taken = await self.backend.run("TRY_LEASE", keys, [node, ttl_ms, guard])
+        if taken == -1:
+            raise self.data_lost()
+        return bool(taken == 1)
+
+    async def lease_check(self, node: str) -> tuple[int, int | None]:
+        """The member key of ``node``: its remaining life in Redis's time (ms, negative if it is
+        gone), and the table's version (None: no table). One script call (``runtime.cluster_fence``)."""
+        ttl, version = await self.backend.run("LEASE_CHECK", [self.keys.member_prefix + node, self.keys.table], [])
+        return int(ttl), int(version) if version else None
+
+    async def lease_holder(self) -> str | None:
+        """The node holding the coordinator lease (the one coordinating), or None."""
+        with self.backend.errors():
+            raw = await self.backend.client.get(self.keys.lease)
+        return None if raw is None else _text(raw)
 
     async def incr(self, name: str, n: int = 1) -> int:
         common.check_counter(name, n)

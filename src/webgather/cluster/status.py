@@ -150,11 +150,12 @@ def _rate(info: Mapping[str, Any]) -> float:
 
 
 def status_text(members: Mapping[str, Mapping[str, Any]], table: BucketTable | None,
-                counters: Mapping[str, int], crawl: str) -> str:
-    """What ``webgather cluster status`` prints."""
+                counters: Mapping[str, int], crawl: str, coordinator: str | None = None) -> str:
+    """What ``webgather cluster status`` prints (``coordinator``: the node holding the coordinator lease)."""
     owned = table.shares() if table is not None else {}
     lines = [f"crawl {crawl}: table v{table.version if table else '-'} over {table.n_buckets if table else '-'} buckets, "
-             f"{len(members)} live node(s); runs {counters.get('runs', 0)}, done {counters.get('done', 0)}"]
+             f"{len(members)} live node(s); runs {counters.get('runs', 0)}, done {counters.get('done', 0)}",
+             f"coordinator: {coordinator}" if coordinator else "coordinator: none (no node holds the lease now)"]
     head = ("node", "state", "buckets", "pages", "pages/s", "queued", "in_flight", "msgs", "urls_sent", "bytes_sent",
             "cache_saved")
     rows: list[tuple[str, ...]] = [head]
@@ -165,6 +166,7 @@ def status_text(members: Mapping[str, Mapping[str, Any]], table: BucketTable | N
             continue
         state = "leaving" if info.get("leaving") else "idle" if info.get("idle") else "busy"
         state += "" if info.get("applied") else " (handing over)"
+        state += ", coordinator" if node == coordinator else ""
         rows.append((node, state, str(owned.get(node, 0)), str(info.get("pages", 0)), f"{_rate(info):.1f}",
                      *(str(info.get(k, 0)) for k in ("queued", "in_flight", "messages", "urls_sent", "bytes_sent",
                                                        "cache_saved"))))

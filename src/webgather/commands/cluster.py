@@ -49,9 +49,10 @@ async def _gather(args: argparse.Namespace) -> str:
     try:
         coordinator = backend.coordinator()
         members, table, counters = await coordinator.members(), await coordinator.get_table(), await coordinator.counters()
+        holder = await coordinator.lease_holder()
     finally:
         await backend.aclose()
     if args.json:
-        return json.dumps({"members": members, "table": table.shares() if table else None,
+        return json.dumps({"members": members, "table": table.shares() if table else None, "coordinator": holder,
                            "version": table.version if table else None, "counters": counters}, indent=2)
-    return status_text(members, table, counters, args.crawl)
+    return status_text(members, table, counters, args.crawl, holder)

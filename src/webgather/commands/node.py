@@ -29,7 +29,7 @@ from webgather.commands.options import add_metrics_option
 from webgather.commands.redis_url import add_redis_file_option, resolve_redis_url
 from webgather.config import REDIS_URL_ENV, CrawlConfig
 from webgather.errors import ClusterError, ConfigError
-from webgather.exitcodes import ExitCode, help_epilog
+from webgather.exitcodes import MEANINGS, ExitCode, help_epilog
 from webgather.logs import add_log_options
 from webgather.store.outdir import prepare_out_dir
 
@@ -104,8 +104,22 @@ def _workers_exit_code(summary: dict[str, Any]) -> int:
 
     ended = summary["finished"] or all(node.get("end") == "done" for node in summary.get("nodes", {}).values())
     if not ended:
-        return exit_code(summary) or ExitCode.NOT_ENDED
+        return exit_code(summary) or _workers_failure(summary.get("exit_codes") or {}) or ExitCode.NOT_ENDED
     return cycle_exit_code(summary) if summary.get("recrawl") else exit_code(summary)
+
+
+def _workers_failure(codes: dict[str, int]) -> int:
+    """A worker's own reason to stop (a failed write, a backend or store it could not go on without) is the
+    crawl's, so ``--workers`` tells what one node would (one line naming the workers); 0 if none had one."""
+    from webgather.commands.report import exit_line
+
+    for reason in (ExitCode.WRITE_FAILED, ExitCode.CANNOT_CONTINUE):
+        workers = sorted(node for node, code in codes.items() if code == reason)
+        if workers:
+            exit_line(f"webgather: error: worker {', '.join(workers)} stopped with exit {int(reason)} "
+                      f"({MEANINGS[reason].split(':')[0]}); its node.log says why")
+            return reason
+    return 0
 
 
 async def connect_crawl(url: str, crawl: str, n_buckets: int | None) -> Any:

@@ -237,7 +237,8 @@ class ClusterConfig:
     handoff_timeout_s: float = 60.0
     """A bucket taken from a dead node starts empty if no recovered state arrives within this time."""
     max_outage_s: float = 300.0
-    """While the backend (Redis) is unreachable a node pauses and retries; after this long it stops, keeping its state."""
+    """While the backend (Redis) is unreachable or the shared store takes no write, a node pauses and retries;
+    this long after the backend's last answer (the store's first failure) it stops, keeping its state (exit 6)."""
     lease_margin_s: float = 0.25
     """Fencing: a node starts no request later than ``member_ttl_s - lease_margin_s`` after its last renewal
     (the others declare it dead ``heartbeat_s + lease_margin_s`` after its heartbeat expired)."""

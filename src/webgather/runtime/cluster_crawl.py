@@ -185,7 +185,7 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
             async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds, hooks=hooks,
                                   n_buckets=config.cluster.n_buckets, frontier_cls=frontier_cls) as parts:
                 node = _node(parts, backend, epoch, nodes_dir, frontier_cls, addresses, spec)
-                checkpoints = Checkpointer(node, store) if store is not None else None
+                checkpoints = Checkpointer(node, node.watched(store)) if store is not None else None
                 try:
                     async with serve_node_metrics(config.metrics, node):  # config.metrics None: off
                         running = _run_node(node, on_start, handle_signals, checkpoints, progress)

@@ -26,6 +26,26 @@ client so the run loop (``runtime.node``) is untouched apart from handling
   ``Fenced`` is raised: the run loop puts the item back in its queue unfetched
   (it travels with the bucket's hand-off); a robots.txt fetch is asked again by whoever gets the host.
 
+* **Server's time** (:class:`ServerCheck`, on Redis): both rules above read the
+  node's own clock, and a clock that runs slow (libfaketime at half speed) or
+  stops while real time goes on (a suspended VM) keeps a lapsed lease "valid":
+  measured, 13-16 requests after a thaw to hosts another node owned. So before a
+  request starts, the node also asks Redis (one script: ``PTTL`` of its member
+  key and the table's version): the key must live at least ``lease_margin_s``
+  more *in the server's time* and the table must be the one adopted. The ask is
+  sent after the request began waiting (one ask serves every request waiting
+  when it is sent: under load a handful of requests share one round trip).
+  An answer used more than ``lease_margin_s + heartbeat_s`` after its ask was
+  sent (by the node's clock, judged when each waiting request resumes: a
+  freeze between the server's answer and its use, a loop stalled that long)
+  is stale: the request asks again.
+  A key that lives but a newer table: requests wait until the node adopted it
+  (its next beat), then ask again. A key gone or about to go: the lease counts
+  as lapsed, and requests wait for a heartbeat sent after that and a table
+  read after it, as after a thaw. Redis unreachable is a
+  refusal too: a node that cannot learn whether it is still a member does not
+  fetch.
+
 A node merely too busy to beat (its loop's turns slow under load) keeps its lease through
 :func:`keeping_alive`'s thread (:mod:`webgather.cluster.keepalive`), which a frozen process does not run.
 
@@ -40,11 +60,11 @@ import contextlib
 import dataclasses
 import logging
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
 from webgather.config.sections import ClusterConfig
-from webgather.errors import Fenced
+from webgather.errors import ClusterError, Fenced
 from webgather.fetch.model import FetchResult
 from webgather.clock import Clock
 from webgather.runtime.parts import HttpPort, NodeParts
@@ -53,7 +73,8 @@ from webgather.urls import host_key
 if TYPE_CHECKING:
     from webgather.cluster.keepalive import KeepAlive
 
-__all__ = ["FencedHttp", "Lease", "fenced_parts", "keeping_alive"]
+__all__ = ["HELD", "LAPSED", "NEWER_TABLE", "STALE", "FencedHttp", "Lease", "ServerCheck", "fenced_parts", "keeping_alive",
+           "server_check"]
 
 log = logging.getLogger(__name__)
 
@@ -100,18 +121,80 @@ class Lease:
         """May a request start at ``now``?"""
         return now < self.expires_at()
 
+    def lapse(self) -> None:
+        """The server says the lease is gone: only a heartbeat sent from now on (then a table read) renews it."""
+        self.renewed_at = self.confirmed_at = -math.inf
+
+
+Probe = Callable[[], Awaitable[tuple[int, "int | None"]]]
+"""The member key's remaining life in the server's time (ms) and the table's version (``lease_check``)."""
+HELD, NEWER_TABLE, LAPSED, STALE = "held", "newer table", "lapsed", "stale"
+""":meth:`ServerCheck.confirm`'s verdicts."""
+
+
+class ServerCheck:
+    """Asks the backend whether the lease holds in the server's time (module docstring)."""
+
+    def __init__(self, probe: Probe, adopted: Callable[[], int | None], margin_s: float,
+                 monotonic: Callable[[], float], fresh_s: float) -> None:
+        self.probe, self.adopted, self.margin_ms = probe, adopted, margin_s * 1000
+        self.monotonic, self.fresh_s = monotonic, fresh_s
+        """An answer used later than ``fresh_s`` after its ask was sent is :data:`STALE`."""
+        self.asks = 0
+        self._next: asyncio.Future[tuple[str, float]] | None = None
+        """The answer (verdict, send time) of the ask not sent yet (every request that waits from now on
+        shares it)."""
+        self._task: asyncio.Task[None] | None = None
+
+    async def confirm(self) -> str:
+        """What an ask sent after this call began says: :data:`HELD`, :data:`NEWER_TABLE` (the key lives,
+        the table is not the adopted one yet), :data:`LAPSED` (the key is gone or about to go, no table,
+        or the backend did not answer) or :data:`STALE` (the answer came too late to judge by: ask again)."""
+        if self._next is None:
+            self._next = asyncio.get_running_loop().create_future()
+            if self._task is None or self._task.done():
+                self._task = asyncio.create_task(self._asking())
+        verdict, sent = await asyncio.shield(self._next)
+        # judged here, as late as can be (the request goes out from here without another wait of this
+        # module): a freeze between the answer and this caller's turn makes it stale too
+        return STALE if verdict == HELD and self.monotonic() - sent > self.fresh_s else verdict
+
+    async def _asking(self) -> None:
+        while self._next is not None:
+            answer, self._next = self._next, None
+            sent = self.monotonic()
+            try:
+                answer.set_result((self._verdict(*await self.probe()), sent))
+            except ClusterError:  # unreachable, or its data lost: not known to hold
+                answer.set_result((LAPSED, sent))
+            except BaseException:
+                answer.cancel()
+                raise
+            self.asks += 1
+
+    def _verdict(self, ttl_ms: int, version: int | None) -> str:
+        adopted = self.adopted()
+        if ttl_ms <= self.margin_ms or version is None:
+            return LAPSED
+        if adopted is None or version > adopted:
+            return NEWER_TABLE
+        return HELD if version == adopted else LAPSED
+
 
 class FencedHttp:
     """The node's HTTP client behind the lease and ownership checks (module docstring)."""
 
-    def __init__(self, http: HttpPort, lease: Lease, clock: Clock, owns: Callable[[str], bool], node: str) -> None:
+    def __init__(self, http: HttpPort, lease: Lease, clock: Clock, owns: Callable[[str], bool], node: str,
+                 server: ServerCheck | None = None) -> None:
         self.http = http
+        self.server = server
+        """Asked before every request once the local lease holds (None: a backend without one)."""
         self.lease = lease
         self.clock = clock
         self.owns = owns
         """``owns(host)``: is the host's bucket this node's to fetch now?"""
         self.node = node
-        self.counts = {"lease_waits": 0, "fenced": 0}
+        self.counts = {"lease_waits": 0, "fenced": 0, "server_refused": 0, "table_waits": 0, "server_stale": 0}
         self._renewed = asyncio.Event()
         self._lapsed = False
 
@@ -128,12 +211,30 @@ class FencedHttp:
 
     async def admit(self, host: str) -> None:
         """Return when a request to ``host`` may start; raise :class:`Fenced` if the host is not ours."""
-        if not self.lease.valid(self.clock.monotonic()):
-            self.counts["lease_waits"] += 1
-            await self._wait_lease()
+        while True:
+            if not self.lease.valid(self.clock.monotonic()):
+                self.counts["lease_waits"] += 1
+                await self._wait_lease()
+            verdict = HELD if self.server is None else await self.server.confirm()
+            if verdict == HELD:
+                break
+            if verdict == STALE:
+                self.counts["server_stale"] += 1
+            elif verdict == NEWER_TABLE:  # adopted at the node's next beat (table_read wakes us)
+                self.counts["table_waits"] += 1
+                await self._next_table_read()
+            else:
+                self.counts["server_refused"] += 1  # the node's clock said yes, the server's time no
+                self.lease.lapse()
         if not self.owns(host):
             self.counts["fenced"] += 1
             raise Fenced(f"node {self.node} no longer owns {host}: request not sent")
+
+    async def _next_table_read(self) -> None:
+        self._renewed.clear()
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(self.lease.margin_s):
+                await self._renewed.wait()
 
     async def _wait_lease(self) -> None:
         if not self._lapsed:
@@ -180,15 +281,30 @@ def keeping_alive(transport: object, node: str, cluster: ClusterConfig, lease: L
     finally:
         keepalive.stop()
         http.counts["keepalive_renewals"] = keepalive.renewals  # the summary's "fence" figures
+        if http.server is not None:
+            http.counts["server_asks"] = http.server.asks
 
 
-def fenced_parts(parts: NodeParts, lease: Lease, is_ready: Callable[[int], bool]) -> tuple[NodeParts, FencedHttp]:
-    """``parts`` whose HTTP client is fenced by ``lease`` and ``is_ready(bucket)`` (the node's ownership)."""
+def server_check(coordinator: object, node: str, adopted: Callable[[], int | None], cluster: ClusterConfig,
+                 clock: Clock) -> ServerCheck | None:
+    """The :class:`ServerCheck` of a coordinator that answers ``lease_check`` (Redis); None for one whose
+    nodes share one process and clock (the in-process hub)."""
+    check = getattr(coordinator, "lease_check", None)
+    if check is None:
+        return None
+    return ServerCheck(lambda: check(node), adopted, cluster.lease_margin_s, clock.monotonic,
+                       cluster.lease_margin_s + cluster.heartbeat_s)
+
+
+def fenced_parts(parts: NodeParts, lease: Lease, is_ready: Callable[[int], bool],
+                 server: ServerCheck | None = None) -> tuple[NodeParts, FencedHttp]:
+    """``parts`` whose HTTP client is fenced by ``lease``, ``is_ready(bucket)`` (the node's ownership)
+    and ``server``."""
     frontier = parts.frontier
 
     def owns(host: str) -> bool:
         bucket = frontier.bucket_of_host.get(host)
         return is_ready(frontier.bucket_for(host) if bucket is None else bucket)
 
-    http = FencedHttp(parts.http, lease, parts.clock, owns, parts.node_id)
+    http = FencedHttp(parts.http, lease, parts.clock, owns, parts.node_id, server)
     return dataclasses.replace(parts, http=http), http

@@ -33,8 +33,13 @@ others treat the node as dead and recover its buckets from its state).
 Backend outages (:mod:`webgather.cluster.outage`): every loop retries while the
 backend is unreachable (a page waits at its barrier until its cross URLs are
 stored); the node logs one line when the backend goes away and one when it is
-back. After ``max_outage_s`` the node stops as on SIGINT, keeping its state, and
-``failure`` says why (``run_cluster_node`` raises it, after writing the summary).
+back. The watch loop enforces the limit whatever the hung calls do: an outage
+counts from the backend's last answer, and ``max_outage_s`` after it the node
+stops as on SIGINT, keeping its state; so it does for a shared store that took
+no write for that long (:mod:`webgather.store.watched`), and at once for a Redis
+that lost the crawl's data. ``failure`` says why (a
+:class:`~webgather.errors.CannotContinue`: exit 6; ``run_cluster_node`` raises
+it, after writing the summary).
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ from webgather.cluster.membership import ALIVE, Coordinating
 from webgather.cluster.outage import Outage
 from webgather.cluster.router import Router
 from webgather.cluster.transport import Backend, UrlTransport
-from webgather.errors import BackendUnavailable, WriteFailed
+from webgather.errors import BackendUnavailable, CannotContinue, WriteFailed
 from webgather.frontier.frontier import Frontier
 from webgather.recrawl.state import state_path
 from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
@@ -60,12 +65,14 @@ from webgather.runtime.cluster_budget import CycleBudget, chunk_size
 from webgather.runtime.cluster_permits import PagePermits, batch_size
 from webgather.runtime.cluster_buckets import BucketKeeper, stored_buckets
 from webgather.runtime.cluster_cycle import NodeCycle, RowStore
-from webgather.runtime.cluster_fence import Lease, fenced_parts, keeping_alive
+from webgather.runtime.cluster_fence import Lease, fenced_parts, keeping_alive, server_check
 from webgather.runtime.cluster_figures import node_info, node_summary
 from webgather.runtime.cluster_losses import Losses, release_overdue
 from webgather.runtime.cluster_recovery import lock_held, recover_node
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts
+from webgather.store.shared import SharedStore
+from webgather.store.watched import WatchedStore
 from webgather.urls import host_key
 
 __all__ = ["ClusterNode"]
@@ -78,6 +85,8 @@ IDLE_BEAT_S = 0.1
 """Beat and coordinate this often while idle (``heartbeat_s`` while crawling)."""
 STARTUP_GRACE_S = 10.0
 """A node in the table never seen alive gets this long to start before it counts as dead."""
+WATCH_S = 0.25
+"""The watch loop looks at the outages this often (it makes no call that could hang)."""
 
 
 def _router(parts: NodeParts, transport: UrlTransport, ownership: Ownership,
@@ -99,7 +108,9 @@ class ClusterNode:
         cluster = parts.config.cluster
         self.ownership = Ownership(parts.node_id)
         self.lease = Lease(cluster.member_ttl_s, cluster.lease_margin_s)  # every request checks it: cluster_fence
-        parts, self.http = fenced_parts(parts, self.lease, self.ownership.is_ready)  # the parts it crawls with
+        server = server_check(backend.coordinator(), parts.node_id, lambda: self.ownership.version, cluster,
+                              parts.clock)  # the lease in Redis's time, before every request
+        parts, self.http = fenced_parts(parts, self.lease, self.ownership.is_ready, server)  # what it crawls with
         self.parts = parts
         self.node_id, self.cfg, self.losses = parts.node_id, cluster, Losses(parts.node_id)
         self.transport, self.coordinator = backend.transport(self.node_id), backend.coordinator()
@@ -122,9 +133,7 @@ class ClusterNode:
                                          recover=self._recovering(recover), scan_pending=self._scan_pending,
                                          startup_grace_s=max(STARTUP_GRACE_S, 3 * cluster.member_ttl_s),
                                          alive_hint=lambda node: lock_held(nodes_dir / node))
-        self.outage = Outage(self.node_id, cluster.max_outage_s)
-        self.failure: BackendUnavailable | None = None
-        """Set when the node gave up on an unreachable backend (``run`` returns, the caller raises it)."""
+        self._watching()
         self.write_failure: WriteFailed | None = None  # the write that stopped it (disk full): the caller raises it
         self.keeper.report = self._backend_failed
         self.addresses = addresses  # batches and hand-offs from others may name hosts not learned here yet:
@@ -134,6 +143,17 @@ class ClusterNode:
         self.reason = ""
         self._leaving = self._closing = self._lease_held = False
         self._end = asyncio.Event()
+
+    def _watching(self) -> None:
+        """The backend's and the shared store's outages (:mod:`webgather.cluster.outage`), counted from now."""
+        now, cfg = self.parts.clock.monotonic(), self.cfg
+        self.outage = Outage(self.node_id, cfg.max_outage_s, now=now)
+        self.store_outage = Outage(self.node_id, cfg.max_outage_s, "shared store", now=now, from_last_answer=False)
+        self.quiet_s = max(cfg.member_ttl_s, 3 * cfg.heartbeat_s)
+        """Neither the beat nor the lease loop got an answer this long: the backend is taken as away (a
+        black-holed link hangs, it does not fail)."""
+        self.failure: CannotContinue | None = None
+        """Set when the node gave up on its backend or store (``run`` returns, the caller raises it)."""
 
     # -- control ------------------------------------------------------------------------
     def leave(self) -> None:
@@ -229,7 +249,7 @@ class ClusterNode:
             crawling = group.create_task(self._crawl())
             loops = [group.create_task(loop) for loop in (
                 self.router.run(), self.keeper.receive_loop(), self.keeper.handoff_loop(),
-                self._beat_loop(), self._lease_loop(), self._budget_loop())]
+                self._beat_loop(), self._lease_loop(), self._budget_loop(), self._watch_loop())]
             await self._end.wait()
             self.crawl.stop()
             await crawling
@@ -302,9 +322,9 @@ class ClusterNode:
                 await self._beat()
             except BackendUnavailable as exc:
                 self._backend_failed(exc)
-                if self.outage.exceeded(self.parts.clock.monotonic()) and self.failure is None:
-                    self.failure = BackendUnavailable(self.outage.error_text())  # the command prints it
-                    self.stop("backend unavailable")
+                self._enforce()
+            except CannotContinue as exc:  # Redis lost the crawl's data
+                self.give_up(exc, "backend lost its data")
             else:
                 self._backend_answered()
 
@@ -312,11 +332,49 @@ class ClusterNode:
         while not self._closing:
             try:
                 self._lease_held = await self.coordinator.try_lease(self.node_id, self.cfg.member_ttl_s)
+                self._backend_answered()  # a beat held up by other work (the keeper's lock) is not silence
                 if self._lease_held:
                     await self.coordinating.tick()
             except BackendUnavailable as exc:
                 self._backend_failed(exc)
+            except CannotContinue as exc:
+                self.give_up(exc, "backend lost its data")
             await self._beat_wait()
+
+    async def _watch_loop(self) -> None:
+        while not self._closing:
+            await asyncio.sleep(WATCH_S)
+            if (line := self.outage.silent(self.parts.clock.monotonic(), self.quiet_s)) is not None:
+                log.warning(line)
+            self._enforce()
+
+    def _enforce(self) -> None:
+        """Stop, keeping the state, once the backend or the store has been away past ``max_outage_s``."""
+        now = self.parts.clock.monotonic()
+        for outage, reason in ((self.outage, "backend unavailable"), (self.store_outage, "shared store unusable")):
+            if outage.exceeded(now):
+                self.give_up(CannotContinue(outage.error_text()), reason)
+
+    def give_up(self, exc: CannotContinue, reason: str) -> None:
+        """Stop as on SIGINT (state kept); ``exc`` is what the command says (exit 6)."""
+        if self.failure is None:
+            self.failure = exc
+            self.stop(reason)
+
+    def watched(self, store: SharedStore) -> WatchedStore:
+        """``store`` with its failures counted as the node's store outage (:mod:`webgather.store.watched`)."""
+        clock, outage = self.parts.clock, self.store_outage
+
+        def failed(reason: str) -> None:
+            if (line := outage.failed(clock.monotonic(), reason)) is not None:
+                log.warning(line)
+
+        def wrote() -> None:
+            if (line := outage.succeeded(clock.monotonic())) is not None:
+                log.warning(line)
+
+        return WatchedStore(store, failed=failed, wrote=wrote,
+                            gave_up=lambda: outage.error_text() if self.failure is not None and outage.down else None)
 
     def _backend_failed(self, exc: BackendUnavailable) -> None:
         """Every loop reports here; one line per outage (the loops keep retrying)."""
