@@ -11,9 +11,14 @@ checkpoint. Everything the bucket received after that checkpoint is still in
 its stream, un-acked: the new owner claims it before it applies the hand-off's
 successors (``BucketKeeper._release``).
 
-Only a node that never completed a checkpoint (no ``manifest.json``) leaves
-its buckets unrecoverable: they start empty and ``unrecoverable_buckets``
-counts them.
+A node that never completed a checkpoint (no ``manifest.json``) loses
+nothing either: it had acked nothing (:class:`~webgather.runtime.checkpoint.HeldAcks`
+keeps every ack until a checkpoint is stored), so every URL and hand-off it
+received is still in its buckets' streams, and a link it queued in its own
+bucket came from a page it fetched from those, fetched again by the new owner.
+Its buckets get empty hand-offs (the new owners claim the streams first), and
+``restored_from_streams`` counts them. Only a checkpoint that is listed and
+unreadable is a loss: ``unrecoverable_buckets`` counts those buckets.
 """
 
 from __future__ import annotations
@@ -93,8 +98,8 @@ async def restore_from_store(dead: str, buckets: tuple[int, ...], *, store_url: 
     for start in range(0, len(messages), SEND_CHUNK):
         await send_many(transport, messages[start:start + SEND_CHUNK])
     if manifest is None:
-        await coordinator.incr("unrecoverable_buckets", len(wanted))
-        return {"node": dead, "unrecoverable_buckets": len(wanted), "from": "shared store: no checkpoint"}
+        await coordinator.incr("restored_from_streams", len(wanted))
+        return {"node": dead, "buckets": len(wanted), "from": "bucket streams: no checkpoint yet"}
     for name, value in (("restored_buckets", len(found) - bad), ("restored_items", items),
                         ("unrecoverable_buckets", bad)):
         if value:
