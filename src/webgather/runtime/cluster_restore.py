@@ -29,6 +29,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from webgather.cluster.handoff import Ownership
 from webgather.cluster.router import send_many
 from webgather.cluster.transport import Coordinator, UrlTransport
 from webgather.cluster.wire import Handoff, decode, encode_handoff
@@ -37,7 +38,7 @@ from webgather.frontier.bucket import BucketState
 from webgather.runtime.checkpoint import checkpoint_key, manifest_key
 from webgather.store.shared import SharedStore, open_store
 
-__all__ = ["restore_from_store"]
+__all__ = ["restore_awaited", "restore_from_store"]
 
 SEND_CHUNK = 256
 READ_THREADS = 16
@@ -107,3 +108,22 @@ async def restore_from_store(dead: str, buckets: tuple[int, ...], *, store_url: 
     return {"node": dead, "buckets": len(wanted), "restored_buckets": len(found) - bad, "items": items,
             "unrecoverable_buckets": bad,
             "checkpoint_version": manifest.get("version"), "from": "shared store"}
+
+
+async def restore_awaited(ownership: Ownership, alive: set[str], now: float, grace_s: float, *, store_url: str,
+                          n_buckets: int, transport: UrlTransport, coordinator: Coordinator) -> list[dict[str, Any]]:
+    """Buckets this node awaits from a node that is gone (:meth:`Ownership.gone`): send their states
+    from its checkpoints on their streams, where the receive loop takes them as the awaited hand-off.
+
+    The coordinator recovers only the buckets a dead node owns in the table; one it had already lost
+    in a new table (a join) and not yet handed over is awaited here, and nobody else knows it. On the
+    stream (not imported directly) the restored state stays un-acked until this node's next
+    checkpoint: if this node dies first, the next owner claims it."""
+    outcomes = []
+    for sender, buckets in ownership.gone(now, grace_s, alive).items():
+        log.warning("%d buckets awaited from %s, which is gone: restoring them from its checkpoints",
+                    len(buckets), sender)
+        outcomes.append(await restore_from_store(sender, tuple(buckets), store_url=store_url, n_buckets=n_buckets,
+                                                 transport=transport, coordinator=coordinator))
+        ownership.restored(buckets)
+    return outcomes
