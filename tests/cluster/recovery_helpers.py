@@ -48,9 +48,16 @@ class Result:
     """From the start of the first node to the exit of the last process."""
     last_fetch_s: float
     """From the start of the first node to the last final fetch any node logged."""
+    load_failed: list[str] = field(default_factory=list)
+    """Missing URLs every page linking to which ended with an error the web does not serve (a timeout
+    or reset: the load of a shared machine), or is itself such a URL: not the cluster's loss."""
+
+    def lost(self) -> list[str]:
+        """Missing URLs the cluster lost (``missing`` less ``load_failed``)."""
+        return sorted(set(self.missing) - set(self.load_failed))
 
     def row(self) -> str:
-        return (f"closure {self.closure}  missing {len(self.missing)}  refetched {self.refetched}  "
+        return (f"closure {self.closure}  missing {len(self.missing)} (under load {len(self.load_failed)})  refetched {self.refetched}  "
                 f"ended {self.ended_s:.1f} s (last fetch {self.last_fetch_s:.1f} s)  exits {self.exit_codes}")
 
     def lost_lines(self) -> list[str]:
@@ -80,9 +87,10 @@ class Cluster:
         return node if n == 1 else f"{node}#{n}"
 
     async def start(self, node: str) -> None:
-        """Node ``a`` is the one that submits the seeds (``crawl``); the others ``node``."""
+        """Node ``a`` is started with ``crawl SEEDS`` (every time, as an operator restarts it); the
+        others with ``node``."""
         common = ["--redis", self.redis.url, "--crawl", CRAWL, "--out", str(self.out(node)), "--node-id", node]
-        if node == "a" and node not in self._runs:
+        if node == "a":
             args = ["crawl", *self.seeds, "--config", str(self.toml), "--no-progress", *common]
         else:
             args = ["node", *common]
@@ -103,7 +111,8 @@ class Cluster:
     async def term(self, node: str, timeout_s: float) -> int:
         """SIGTERM (a graceful leave) and wait for the process; its exit code."""
         proc = self.procs[self.key(node)]
-        proc.send_signal(signal.SIGTERM)
+        if proc.returncode is None:  # (it may have ended with the crawl)
+            proc.send_signal(signal.SIGTERM)
         async with asyncio.timeout(timeout_s):
             return await proc.wait()
 
@@ -129,6 +138,15 @@ class Cluster:
                     await asyncio.sleep(every_s)
         finally:
             await backend.aclose()
+
+    async def wait_member(self, node: str, timeout_s: float) -> None:
+        """Until ``node``'s current process heartbeats (or has exited: the crawl may be over)."""
+        proc = self.procs[self.key(node)]
+
+        async def up(backend: RedisBackend) -> bool:
+            return proc.returncode is not None or node in await backend.coordinator().members()
+
+        await self.wait_for(up, timeout_s, every_s=0.05)
 
     def pages(self, node: str) -> int:
         return len(_final(_log_entries(self.out(node) / "nodes" / node / "crawl.log.jsonl")))
@@ -184,10 +202,36 @@ def _result(c: Cluster, expected: Any, counters: dict[str, int], ended: float) -
     want = {u for u in expected.fetched if expected.outcomes[u].status is not None}
     nodes = sorted({key.split("#")[0] for key in c.procs})
     found, _mismatch = _archived(c.tmp, open_store(c.store_url), [c.out(n) for n in nodes if n not in c.gone])
-    entries = [e for n in nodes if n not in c.gone
-               for e in _final(_log_entries(c.out(n) / "nodes" / n / "crawl.log.jsonl"))]
+    every = [e for n in nodes if n not in c.gone for e in _log_entries(c.out(n) / "nodes" / n / "crawl.log.jsonl")]
+    entries = _final(every)
     last = max((float(e["fetched_at"]) for e in entries), default=c.started) - c.started
     outputs = {key: (c.tmp / f"{key.replace('#', '-')}.log").read_text(errors="replace") for key in c.procs}
-    return Result(closure=len(want), missing=sorted(want - found), refetched=len(fetched_twice(entries)),
+    missing = sorted(want - found)
+    return Result(closure=len(want), missing=missing, refetched=len(fetched_twice(entries)),
                   counters=counters, exit_codes={k: p.returncode for k, p in c.procs.items()},
-                  outputs=outputs, ended_s=ended, last_fetch_s=last)
+                  outputs=outputs, ended_s=ended, last_fetch_s=last,
+                  load_failed=_load_failed(expected, missing, every))
+
+
+LOAD_ERRORS = ("timeout", "reset", "robots_unavailable")
+"""Final errors where the web served an answer: the machine's load (a dropped URL is not fetched again)."""
+
+
+def _load_failed(expected: Any, missing: list[str], entries: list[dict[str, Any]]) -> list[str]:
+    """The missing URLs explained by pages that failed under load (:attr:`Result.load_failed`)."""
+    failed = {e["url"] for e in entries if not e.get("retry") and e.get("error") in LOAD_ERRORS
+              and expected.outcomes.get(e["url"]) is not None and expected.outcomes[e["url"]].error is None}
+    missing_failed = [url for url in missing if url in failed]
+    linkers: dict[str, set[str]] = {}
+    for url, outcome in expected.outcomes.items():
+        for link in outcome.links:
+            linkers.setdefault(link, set()).add(url)
+    excused: set[str] = set(missing_failed)
+    grew = True
+    while grew:
+        grew = False
+        for url in missing:
+            if url not in excused and linkers.get(url) and linkers[url] <= failed | excused:
+                excused.add(url)
+                grew = True
+    return sorted(excused)
