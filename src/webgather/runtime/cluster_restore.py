@@ -121,9 +121,13 @@ async def restore_awaited(ownership: Ownership, alive: set[str], now: float, gra
     checkpoint: if this node dies first, the next owner claims it."""
     outcomes = []
     for sender, buckets in ownership.gone(now, grace_s, alive).items():
-        log.warning("%d buckets awaited from %s, which is gone: restoring them from its checkpoints",
+        try:
+            outcomes.append(await restore_from_store(sender, tuple(buckets), store_url=store_url,
+                                                     n_buckets=n_buckets, transport=transport, coordinator=coordinator))
+        except BackendUnavailable as exc:  # the store or Redis: tried again at the next beat
+            log.warning("cannot restore the buckets awaited from %s yet: %s", sender, exc)
+            continue
+        log.warning("%d buckets awaited from %s, which is gone: restored from its checkpoints and streams",
                     len(buckets), sender)
-        outcomes.append(await restore_from_store(sender, tuple(buckets), store_url=store_url, n_buckets=n_buckets,
-                                                 transport=transport, coordinator=coordinator))
         ownership.restored(buckets)
     return outcomes
