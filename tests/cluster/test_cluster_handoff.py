@@ -5,7 +5,7 @@ from __future__ import annotations
 from webgather.cluster.handoff import Action, Ownership
 from webgather.cluster.inprocess import InProcessHub
 from webgather.cluster.mapping import initial, plan_join
-from webgather.cluster.membership import EXITED, STARTED, Coordinating, dead_nodes, exited_nodes, recoveries_due
+from webgather.cluster.membership import Coordinating, dead_nodes, recoveries_due
 from webgather.cluster.transport import Delivery
 from webgather.clock import FakeClock
 
@@ -129,13 +129,3 @@ async def test_coordinating_creates_the_table_then_detects_the_end() -> None:
     await duty.tick()
     assert (await coord.counters())["done"] == 1
 
-
-def test_a_node_that_exited_cleanly_gets_no_startup_grace() -> None:
-    counters = {STARTED + "b": 2, EXITED + "b": 2, STARTED + "c": 2, EXITED + "c": 1, STARTED + "d": 1}
-    assert exited_nodes(counters) == {"b"}  # c started again and runs (or died); d never exited
-    table = initial(["a", "b", "c", "d"], 8)
-    missing: dict[str, float] = {}
-    seen = exited_nodes(counters)
-    assert dead_nodes(table, {"a": {}}, missing, 0.0, 1.0, seen, startup_grace_s=15.0) == []
-    assert dead_nodes(table, {"a": {}}, missing, 1.0, 1.0, seen, startup_grace_s=15.0) == ["b"]
-    assert dead_nodes(table, {"a": {}}, missing, 15.0, 1.0, seen, startup_grace_s=15.0) == ["b", "c", "d"]

@@ -14,8 +14,7 @@ One tick does at most one of these, in this order:
 2. **Deaths**: a node that owns buckets and whose heartbeat has expired (its
    key's TTL is ``member_ttl_s``), for ``grace_s`` more as observed by this
    holder (a debounce; ``startup_grace_s`` for a node
-   this holder has never seen alive in this run and that did not exit cleanly
-   since its last start (:func:`exited_nodes`): it may still be starting), and that is not
+   this holder has never seen alive: it may still be starting), and that is not
    known alive by other means (``alive_hint``: on one machine, its directory
    lock is held, so a node that stalls longer than the TTL is not torn apart), is dead. Its buckets are
    spread over the live nodes (``plan_leave``, one CAS for all dead nodes),
@@ -49,7 +48,7 @@ from webgather.cluster.mapping import BucketTable, initial, plan_leave, plan_mem
 from webgather.cluster.transport import Coordinator
 from webgather.clock import Clock
 
-__all__ = ["ALIVE", "EXITED", "STARTED", "Coordinating", "NodeInfo", "dead_nodes", "exited_nodes", "recoveries_due"]
+__all__ = ["ALIVE", "Coordinating", "NodeInfo", "dead_nodes", "recoveries_due"]
 
 NodeInfo = Mapping[str, Any]
 Recover = Callable[[str, tuple[int, ...]], Awaitable[bool]]
@@ -58,11 +57,6 @@ ScanPending = Callable[[], Awaitable[int]]
 ALIVE = "alive."
 """Counter ``alive.<run>.<node>``: raised by a node when it starts during run ``<run>`` (the
 ``runs`` counter), so a new lease holder knows which nodes ran since the crawl was last started."""
-STARTED = ALIVE + "started."
-EXITED = ALIVE + "exited."
-"""Counters ``alive.started.<node>`` and ``alive.exited.<node>``: raised by a node when it starts and
-when it exits cleanly (the crawl done, or a graceful leave). Equal: the node is not running, and
-is no node still starting up: missing from the members, it gets ``grace_s``, not ``startup_grace_s``."""
 WANTED = "recover.wanted."
 DONE = "recover.done."
 
@@ -83,12 +77,6 @@ def dead_nodes(table: BucketTable, members: Mapping[str, NodeInfo], missing_sinc
             if now - since >= (grace_s if node in seen else max(grace_s, startup_grace_s)):
                 dead.append(node)
     return dead
-
-
-def exited_nodes(counters: Mapping[str, int]) -> set[str]:
-    """Nodes whose every start was followed by a clean exit (:data:`STARTED`, :data:`EXITED`)."""
-    return {name[len(EXITED):] for name, n in counters.items()
-            if name.startswith(EXITED) and n >= counters.get(STARTED + name[len(EXITED):], 0)}
 
 
 def recoveries_due(counters: Mapping[str, int]) -> list[str]:
@@ -132,7 +120,6 @@ class Coordinating:
             return  # the crawl is over: nodes leaving now are not dying
         run_prefix = f"{ALIVE}{counters.get('runs', 0)}."
         self.seen |= {name[len(run_prefix):] for name in counters if name.startswith(run_prefix)}
-        self.seen |= exited_nodes(counters)
         members = await coord.members()
         table = await coord.get_table()
         live = sorted(n for n, info in members.items() if not info.get("leaving"))

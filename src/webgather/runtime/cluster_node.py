@@ -48,7 +48,7 @@ from typing import Any
 
 from webgather.cachepolicy import make_cache
 from webgather.cluster.handoff import Ownership
-from webgather.cluster.membership import ALIVE, EXITED, STARTED, Coordinating
+from webgather.cluster.membership import ALIVE, Coordinating
 from webgather.cluster.outage import Outage
 from webgather.cluster.router import Router
 from webgather.cluster.transport import Backend, UrlTransport
@@ -213,7 +213,6 @@ class ClusterNode:
         await self._start()
         runs = (await self.coordinator.counters()).get("runs", 0)
         await self.coordinator.incr(f"{ALIVE}{runs}.{self.node_id}")
-        await self.coordinator.incr(STARTED + self.node_id)
         await self._beat()
         await self._read_table()  # the lease counts from here: the first fetches need not wait a beat
         with keeping_alive(self.transport, self.node_id, self.cfg, self.lease, self.http,
@@ -221,7 +220,6 @@ class ClusterNode:
             await self._run_loops()
         if self.reason in ("done", "left"):
             try:
-                await self.coordinator.incr(EXITED + self.node_id)  # not running: no start-up grace for it
                 await self.coordinator.leave(self.node_id)
             except BackendUnavailable as exc:
                 log.warning(f"webgather node {self.node_id}: could not leave the membership: {exc}")
