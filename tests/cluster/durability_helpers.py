@@ -100,6 +100,8 @@ class Outcome:
     """Pages (final fetches) the victim did after the fault (thawed, restarted or leaving)."""
     summaries: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Each surviving node's summary.json (the victim's: its last process's)."""
+    checkpoint_wall: float = 0.0
+    """Wall time of the victim's last checkpoint's snapshot at the fault (0: it had completed none)."""
     hosts_back_s: float | None = None
     """From the fault to the first request, by any node, to a host the victim had requested before it
     (fault_figures.hosts_back_s); None if none came, or the fault was not the victim's."""
@@ -201,14 +203,14 @@ class _Cluster:
         return {e["host"] for e in self.victim if float(e.get("fetched_at") or 0) >= self.fault_wall - BOUND_MARGIN_S}
 
 
-async def _wait_kill_point(c: _Cluster, pages: int, crawled_s: float, timeout_s: float) -> None:
+async def _wait_kill_point(c: _Cluster, pages: int, crawled_s: float | None, timeout_s: float) -> None:
     """Until the victim fetched ``pages`` pages and (with a store) completed a checkpoint whose snapshot
-    came ``crawled_s`` or more after its first fetch."""
+    came ``crawled_s`` or more after its first fetch (``crawled_s`` None: before any checkpoint)."""
     log = c.log(VICTIM)
     async with asyncio.timeout(timeout_s):
         while True:
             if log.exists() and log.read_text().count('"kind":"page"') >= pages:
-                if c.store is None:
+                if c.store is None or crawled_s is None:
                     return
                 first = min((float(e["fetched_at"]) for e in _final(_log_entries(log))), default=math.inf)
                 if _manifest_wall(c.store) >= first + crawled_s:
@@ -285,7 +287,7 @@ async def _peak_sampler(url: str, every_s: float = 0.25) -> AsyncIterator[list[i
 async def run_scenario(tmp: Path, store_url: str | None, *, fault: str = "kill_delete", n_hosts: int = 24,
                        kill_after_pages: int = 20, timeout_s: float = 160.0, checkpoint_s: float = 0.5,
                        min_delay_s: float = 0.25, claim_idle_s: float = 5.0, pause_s: float = 4.0,
-                       crawled_s: float = 0.0, victim_env: dict[str, str] | None = None,
+                       crawled_s: float | None = 0.0, victim_env: dict[str, str] | None = None,
                        member_ttl_s: float = 1.0, **web: Any) -> Outcome:
     if fault not in FAULTS:
         raise ValueError(f"unknown fault {fault!r}; one of {', '.join(FAULTS)}")
@@ -327,7 +329,7 @@ def _cluster(tmp: Path, redis: EmbeddedRedis, store_url: str | None, seeds: list
     return _Cluster(tmp, redis, open_store(store_url) if store_url else None, outs, args)
 
 
-async def _run(c: _Cluster, fault: str, kill_point: tuple[int, float], timeout_s: float, pause_s: float) -> float:
+async def _run(c: _Cluster, fault: str, kill_point: tuple[int, float | None], timeout_s: float, pause_s: float) -> float:
     """Start the nodes, apply the fault, wait for every process; the fault's monotonic time."""
     async with _peak_sampler(c.redis.url) as peak:
         try:
@@ -374,7 +376,7 @@ def _outcome(c: _Cluster, fault: str, expected: Any, counters: dict[str, Any]) -
         victim_pages=len(victim), exit_codes={n: p.returncode for n, p in c.procs.items()},
         unattempted=len(set(missing) - attempted), fault=fault,
         refetched_ages=sorted(round(float(e["fetched_at"]) - wall, 2) for e in victim if e["url"] in twice),
-        counters=counters, cdxj_mismatch=mismatch, summaries=_summaries(c, alive),
+        counters=counters, cdxj_mismatch=mismatch, summaries=_summaries(c, alive), checkpoint_wall=wall,
         hosts_back_s=hosts_back_s(c.victim_hosts(), every, c.fault_wall) if fault in NODE_FAULTS else None)
 
 

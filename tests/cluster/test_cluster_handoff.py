@@ -44,6 +44,26 @@ def test_a_join_moves_buckets_to_awaiting_and_leaving() -> None:
     assert bucket not in a.leaving
 
 
+def test_buckets_awaited_from_a_gone_sender_are_listed_once_after_the_grace() -> None:
+    table = initial(["a", "b"], 12)
+    c = Ownership("c")
+    c.adopt(table, 0.0)
+    c.adopt(plan_join(table, "c"), 1.0)
+    by_sender: dict[str, list[int]] = {}
+    for bucket, waiting in sorted(c.awaiting.items()):
+        by_sender.setdefault(waiting.expected or "", []).append(bucket)
+    assert set(by_sender) == {"a", "b"}
+    assert c.gone(2.0, 1.0, {"a", "b", "c"}) == {}
+    assert c.gone(3.0, 1.0, {"b", "c"}) == {}  # a just went missing: its lease may still run
+    assert c.gone(3.5, 1.0, {"a", "b", "c"}) == {}  # back: the grace starts again
+    assert c.gone(4.0, 1.0, {"b", "c"}) == {}
+    assert c.gone(5.0, 1.0, {"b", "c"}) == {"a": by_sender["a"]}
+    c.restored(by_sender["a"])
+    assert c.gone(9.0, 1.0, {"b", "c"}) == {}  # restored once
+    assert c.gone(9.0, 1.0, {"c"}) == {}
+    assert c.gone(10.0, 1.0, {"c"}) == {"b": by_sender["b"]}
+
+
 def test_a_dead_senders_handoff_releases_and_overdue_buckets_are_listed() -> None:
     table = initial(["a", "b"], 4)
     c = Ownership("c")
@@ -108,3 +128,4 @@ async def test_coordinating_creates_the_table_then_detects_the_end() -> None:
     await beat(True, 9)
     await duty.tick()
     assert (await coord.counters())["done"] == 1
+

@@ -91,3 +91,22 @@ async def test_workers_ship_every_warc_with_its_cdxj_to_the_shared_store(tmp_pat
         lines = (shared / "cdxj" / f"{name}.cdxj").read_text().splitlines()
         assert len(lines) == len(_responses(shared / "warc" / name)) and all(name in line for line in lines)
     assert len(list((shared / "checkpoints").glob("w*/manifest.json"))) == 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fault", ["kill_delete", "stop"])
+async def test_a_node_lost_before_its_first_checkpoint_is_no_data_loss(tmp_path: Path, fault: str) -> None:
+    """Node b killed -9 with its disk (or frozen past its lease) before it completed any checkpoint.
+    Until then every URL it held came to it on a bucket stream and is still there, un-acked: the
+    others claim it when they take b's buckets, so nothing is lost, and no node may say DATA LOST
+    (or exit 4) for it."""
+    outcome = await run_scenario(tmp_path, (tmp_path / "shared").as_uri(), fault=fault, checkpoint_s=30.0,
+                                 claim_idle_s=60.0, crawled_s=None, kill_after_pages=20, pause_s=6.0)
+    print(outcome.row(), outcome.counters)
+    assert outcome.checkpoint_wall == 0.0  # b had not checkpointed: the case under test
+    assert outcome.missing == [], outcome.row()
+    assert outcome.archived == outcome.closure > 100
+    assert outcome.counters.get("unrecoverable_buckets", 0) == 0, outcome.counters
+    assert outcome.counters.get("buckets_started_empty", 0) == 0, outcome.counters
+    expected = {"a": 0, "b": -9, "c": 0} if fault == "kill_delete" else {"a": 0, "b": 0, "c": 0}
+    assert outcome.exit_codes == expected, outcome.exit_codes

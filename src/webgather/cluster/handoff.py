@@ -12,7 +12,9 @@ A node's buckets are in one of three states:
   decide whether they are new are not here yet. The hand-off that releases the
   bucket comes from the owner in the node's previous table (``expected``), or
   from any node that is no longer alive (a dead node's state is re-sent by the
-  coordinator under the dead node's id). After the import, held deliveries are
+  coordinator under the dead node's id; a bucket awaited from a node that died
+  before handing it over is re-sent by the awaiting node itself, from the
+  dead node's checkpoint: :meth:`Ownership.gone`). After the import, held deliveries are
   applied in stream order and acked.
 * **leaving**: the node lost the bucket in the new table but still has its
   state: it stops dispatching the bucket's hosts, waits for the fetches in
@@ -61,6 +63,10 @@ class Awaiting:
     held: list[Delivery] = field(default_factory=list)
     claimed: bool = False
     """The dead previous owner's unacked deliveries were re-claimed (they lead ``held``)."""
+    gone_since: float | None = None
+    """When ``expected`` was first seen missing from the members (None: alive, or not seen missing)."""
+    restored: bool = False
+    """Its state was re-sent from ``expected``'s checkpoint (:meth:`Ownership.restored`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +159,26 @@ class Ownership:
     def applied(self) -> bool:
         """Every hand-off of the current table is done, at this node."""
         return not self.awaiting and not self.leaving
+
+    def gone(self, now: float, grace_s: float, alive: set[str]) -> dict[str, list[int]]:
+        """Awaited buckets, by expected sender, whose sender has been missing from the members for
+        ``grace_s`` (its lease is over: it fetches nothing more) and whose state was not restored yet."""
+        out: dict[str, list[int]] = {}
+        for bucket, waiting in sorted(self.awaiting.items()):
+            if waiting.expected is None or waiting.expected in alive:
+                waiting.gone_since = None
+                continue
+            if waiting.gone_since is None:
+                waiting.gone_since = now
+            if not waiting.restored and now - waiting.gone_since >= grace_s:
+                out.setdefault(waiting.expected, []).append(bucket)
+        return out
+
+    def restored(self, buckets: list[int]) -> None:
+        """The states of ``buckets`` were re-sent from their gone sender's checkpoints."""
+        for bucket in buckets:
+            if bucket in self.awaiting:
+                self.awaiting[bucket].restored = True
 
     def overdue(self, now: float, timeout_s: float, alive: set[str]) -> list[int]:
         """Awaited buckets whose expected sender is dead and whose hand-off is late."""

@@ -1,9 +1,11 @@
 """Nothing silent: what a cluster crawl could not recover is told by every node, and fails the exit code.
 
 Two crawl-wide counters in the coordinator name buckets whose state is gone or
-incomplete: ``unrecoverable_buckets`` (the coordinating node found a dead
-node's directory missing: its queued URLs, seen set and host clocks are lost,
-``runtime.cluster_recovery``) and ``buckets_started_empty`` (a bucket taken
+incomplete: ``unrecoverable_buckets`` (a dead node's directory missing and no
+shared store, or a checkpoint it listed unreadable: its queued URLs, seen set
+and host clocks are lost, ``runtime.cluster_recovery``, ``runtime.cluster_restore``;
+a node that died before its first checkpoint is no loss, its streams hold
+everything it had) and ``buckets_started_empty`` (a bucket taken
 from a dead node whose state did not arrive within ``handoff_timeout_s``; a late
 hand-off is still merged). Every node reads the counters at every beat and
 logs one ERROR line when they grow (:class:`Losses`); the node's summary

@@ -69,6 +69,7 @@ from webgather.runtime.cluster_fence import Lease, fenced_parts, keeping_alive, 
 from webgather.runtime.cluster_figures import node_info, node_summary
 from webgather.runtime.cluster_losses import Losses, release_overdue
 from webgather.runtime.cluster_recovery import lock_held, recover_node
+from webgather.runtime.cluster_restore import restore_awaited
 from webgather.runtime.node import CrawlNode
 from webgather.runtime.parts import NodeParts
 from webgather.store.shared import SharedStore
@@ -404,6 +405,10 @@ class ClusterNode:
         overdue = self.ownership.overdue(now, self.cfg.handoff_timeout_s, self.keeper.alive)
         if overdue:
             await release_overdue(self.keeper, coord, overdue)
+        if self.cfg.shared_store:  # a hand-off never waits on a node that is gone
+            self.recoveries += await restore_awaited(
+                self.ownership, self.keeper.alive, now, self.coordinating.grace_s, store_url=self.cfg.shared_store,
+                n_buckets=self.cfg.n_buckets, transport=self.transport, coordinator=coord)
         self._check_leave(members)
         if self.permits is not None:  # before the info: "idle" must reflect permits given back or taken
             await self.permits.beat(self._used(), self.parts.frontier.pending() > 0, self.crawl.idle())

@@ -14,7 +14,8 @@ then calls :func:`recover_node`:
 2. If ``DIR/nodes/<dead>/state`` exists (one machine, or a shared ``--out``):
    open it as a frontier (the kill -9 resume path: the journal is replayed,
    items that were in flight are queued again), export every bucket the dead
-   node owned, with the bucket's re-crawl rows from its ``state/urls.sqlite``
+   node owned and every other bucket its state still holds (one it lost in a
+   new table, a join, and died before handing over: its new owner awaits it), with the bucket's re-crawl rows from its ``state/urls.sqlite``
    if it kept one, send each as a hand-off *under the dead node's id* on the
    bucket's stream (the new owner awaits exactly that), then drop them from the
    dead state so that a later restart of the node does not hand them over twice.
@@ -131,10 +132,10 @@ class _DeadState:
 
     def export(self, buckets: tuple[int, ...], dead: str) -> tuple[list[tuple[int, bytes, int]], int]:
         frontier = self.frontier
-        if not buckets:
-            found = {b for b in range(frontier.n_buckets)
-                     if frontier.hosts_of_bucket.get(b) or len(frontier.seen.export_bucket(b))}
-            buckets = tuple(sorted(found | set(self.rows.buckets() if self.rows is not None else ())))
+        found = {b for b in range(frontier.n_buckets)
+                 if frontier.hosts_of_bucket.get(b) or len(frontier.seen.export_bucket(b))}
+        # and what it holds beyond its buckets in the table: lost in a new table, not yet handed over
+        buckets = tuple(sorted(set(buckets) | found | set(self.rows.buckets() if self.rows is not None else ())))
         out = []
         for seq, bucket in enumerate(buckets, 1):
             state = frontier.export_bucket(bucket)

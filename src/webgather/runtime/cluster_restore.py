@@ -11,9 +11,14 @@ checkpoint. Everything the bucket received after that checkpoint is still in
 its stream, un-acked: the new owner claims it before it applies the hand-off's
 successors (``BucketKeeper._release``).
 
-Only a node that never completed a checkpoint (no ``manifest.json``) leaves
-its buckets unrecoverable: they start empty and ``unrecoverable_buckets``
-counts them.
+A node that never completed a checkpoint (no ``manifest.json``) loses
+nothing either: it had acked nothing (:class:`~webgather.runtime.checkpoint.HeldAcks`
+keeps every ack until a checkpoint is stored), so every URL and hand-off it
+received is still in its buckets' streams, and a link it queued in its own
+bucket came from a page it fetched from those, fetched again by the new owner.
+Its buckets get empty hand-offs (the new owners claim the streams first), and
+``restored_from_streams`` counts them. Only a checkpoint that is listed and
+unreadable is a loss: ``unrecoverable_buckets`` counts those buckets.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import logging
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from webgather.cluster.handoff import Ownership
 from webgather.cluster.router import send_many
 from webgather.cluster.transport import Coordinator, UrlTransport
 from webgather.cluster.wire import Handoff, decode, encode_handoff
@@ -32,7 +38,7 @@ from webgather.frontier.bucket import BucketState
 from webgather.runtime.checkpoint import checkpoint_key, manifest_key
 from webgather.store.shared import SharedStore, open_store
 
-__all__ = ["restore_from_store"]
+__all__ = ["restore_awaited", "restore_from_store"]
 
 SEND_CHUNK = 256
 READ_THREADS = 16
@@ -93,8 +99,8 @@ async def restore_from_store(dead: str, buckets: tuple[int, ...], *, store_url: 
     for start in range(0, len(messages), SEND_CHUNK):
         await send_many(transport, messages[start:start + SEND_CHUNK])
     if manifest is None:
-        await coordinator.incr("unrecoverable_buckets", len(wanted))
-        return {"node": dead, "unrecoverable_buckets": len(wanted), "from": "shared store: no checkpoint"}
+        await coordinator.incr("restored_from_streams", len(wanted))
+        return {"node": dead, "buckets": len(wanted), "from": "bucket streams: no checkpoint yet"}
     for name, value in (("restored_buckets", len(found) - bad), ("restored_items", items),
                         ("unrecoverable_buckets", bad)):
         if value:
@@ -102,3 +108,26 @@ async def restore_from_store(dead: str, buckets: tuple[int, ...], *, store_url: 
     return {"node": dead, "buckets": len(wanted), "restored_buckets": len(found) - bad, "items": items,
             "unrecoverable_buckets": bad,
             "checkpoint_version": manifest.get("version"), "from": "shared store"}
+
+
+async def restore_awaited(ownership: Ownership, alive: set[str], now: float, grace_s: float, *, store_url: str,
+                          n_buckets: int, transport: UrlTransport, coordinator: Coordinator) -> list[dict[str, Any]]:
+    """Buckets this node awaits from a node that is gone (:meth:`Ownership.gone`): send their states
+    from its checkpoints on their streams, where the receive loop takes them as the awaited hand-off.
+
+    The coordinator recovers only the buckets a dead node owns in the table; one it had already lost
+    in a new table (a join) and not yet handed over is awaited here, and nobody else knows it. On the
+    stream (not imported directly) the restored state stays un-acked until this node's next
+    checkpoint: if this node dies first, the next owner claims it."""
+    outcomes = []
+    for sender, buckets in ownership.gone(now, grace_s, alive).items():
+        try:
+            outcomes.append(await restore_from_store(sender, tuple(buckets), store_url=store_url,
+                                                     n_buckets=n_buckets, transport=transport, coordinator=coordinator))
+        except BackendUnavailable as exc:  # the store or Redis: tried again at the next beat
+            log.warning("cannot restore the buckets awaited from %s yet: %s", sender, exc)
+            continue
+        log.warning("%d buckets awaited from %s, which is gone: restored from its checkpoints and streams",
+                    len(buckets), sender)
+        ownership.restored(buckets)
+    return outcomes
