@@ -57,7 +57,7 @@ from webgather.runtime.metrics import serve_node_metrics
 from webgather.runtime.page_hooks import HookFunctions
 from webgather.runtime.parts import NodeParts, open_parts
 from webgather.runtime.progress import Progress
-from webgather.runtime.signals import crawl_signals
+from webgather.runtime.signals import NodeSignals
 from webgather.runtime.pipeline import seed_items
 from webgather.scope import Scope
 from webgather.store.shared import SharedStore, claim_store, open_store
@@ -176,6 +176,18 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
     functions (else ``config.hooks``'s). A failed write (disk full) ends the node: the summary says
     so (``write_failed``) if it can still be written, and the :class:`WriteFailed` is raised."""
     check_node(node_id)  # the id is a path component: checked before any directory
+    signals = NodeSignals() if handle_signals else None
+    with signals.installed() if signals is not None else contextlib.nullcontext():
+        return await _run_signalled(backend, config, node_id=node_id, nodes_dir=nodes_dir, epoch=epoch, clock=clock,
+                                    on_start=on_start, signals=signals, node_dir=node_dir, progress=progress,
+                                    hooks=hooks)
+
+
+async def _run_signalled(backend: Backend, config: CrawlConfig, *, node_id: str, nodes_dir: Path, epoch: float,
+                         clock: Clock | None, on_start: Callable[[ClusterNode], None] | None,
+                         signals: NodeSignals | None, node_dir: Path | None, progress: bool,
+                         hooks: HookFunctions | None) -> dict[str, Any]:
+    """:func:`run_cluster_node`'s body, with ``signals`` (None: not handled) already caught."""
     node_dir = node_dir if node_dir is not None else nodes_dir / node_id
     addresses, frontier_cls, spec, config = await _prepare(backend, config, node_id)
     store = await _claimed_store(config, epoch)
@@ -188,7 +200,7 @@ async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: st
                 checkpoints = Checkpointer(node, node.watched(store)) if store is not None else None
                 try:
                     async with serve_node_metrics(config.metrics, node):  # config.metrics None: off
-                        running = _run_node(node, on_start, handle_signals, checkpoints, progress)
+                        running = _run_node(node, on_start, signals, checkpoints, progress)
                         summary = await _measured(node, addresses, running)
                 finally:
                     if node.cycle is not None:
@@ -260,7 +272,7 @@ async def _claimed_store(config: CrawlConfig, epoch: float) -> SharedStore | Non
 
 
 async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] | None,
-                    handle_signals: bool, checkpoints: Checkpointer | None, progress: bool) -> dict[str, Any]:
+                    signals: NodeSignals | None, checkpoints: Checkpointer | None, progress: bool) -> dict[str, Any]:
     loop, parts = asyncio.get_running_loop(), node.parts
     looping = loop.create_task(checkpoints.run()) if checkpoints is not None else None
     shown = loop.create_task(Progress(parts.stats, parts.frontier.stats, parts.clock.monotonic, enabled=progress).run())
@@ -268,9 +280,12 @@ async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] |
         if on_start is not None:
             on_start(node)
         try:
-            with crawl_signals(node.leave, node.stop) if handle_signals else contextlib.nullcontext():
-                summary = await node.run()
+            if signals is not None:
+                signals.attach(node.leave, node.stop)
+            summary = await node.run()
         finally:
+            if signals is not None:
+                signals.detach()
             shown.cancel()
         if checkpoints is not None and summary["end"] == "left":
             await checkpoints.ack_held()

@@ -4,16 +4,26 @@ A one-node crawl and a cluster node alike: SIGTERM leaves (a cluster node hands
 its buckets over first; the last or only node just stops), SIGINT stops at once
 keeping the state, so the same command resumes. Outside the main thread (a
 test driving a crawl) nothing is installed: the caller stops the node itself.
+
+:class:`NodeSignals` covers a node's whole run, not only its crawl loop: a signal
+that arrives while the node opens its state (seconds on a large frontier) is kept
+and handed to the node as it starts, and one that arrives after its crawl ended
+is absorbed while it writes its summary. Without that, a SIGTERM in either gap
+killed the process (exit -15, a summary half written), which a rolling restart
+of a cluster hits every time.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 from collections.abc import Callable, Iterator
 
-__all__ = ["crawl_signals"]
+__all__ = ["NodeSignals", "crawl_signals"]
+
+log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -30,3 +40,39 @@ def crawl_signals(on_term: Callable[[], object], on_int: Callable[[], object]) -
     finally:
         for sig in installed:
             loop.remove_signal_handler(sig)
+
+
+class NodeSignals:
+    """SIGTERM and SIGINT for one node's whole run (module docstring): :meth:`installed` around the run,
+    :meth:`attach` once the node exists, :meth:`detach` once its crawl ended."""
+
+    def __init__(self) -> None:
+        self._handlers: tuple[Callable[[], object], Callable[[], object]] | None = None
+        self._pending: list[int] = []
+        self._ended = False
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        with crawl_signals(lambda: self._got(0), lambda: self._got(1)):
+            yield
+
+    def attach(self, on_term: Callable[[], object], on_int: Callable[[], object]) -> None:
+        """From now on signals go to the node; those that came while it started are delivered now."""
+        self._handlers = (on_term, on_int)
+        pending, self._pending = self._pending, []
+        for which in pending:
+            self._handlers[which]()
+
+    def detach(self) -> None:
+        """The node's crawl ended: later signals are absorbed while it writes its summary."""
+        self._handlers, self._ended = None, True
+
+    def _got(self, which: int) -> None:
+        name = ("SIGTERM", "SIGINT")[which]
+        if self._handlers is not None:
+            self._handlers[which]()
+        elif self._ended:
+            log.info("%s after the crawl ended: the node finishes writing its summary", name)
+        else:
+            log.info("%s while the node starts: it is handled as soon as the node runs", name)
+            self._pending.append(which)
