@@ -96,6 +96,7 @@ async def main() -> int:
         menu(args.store, tuple(k for k in args.kinds.split(",") if k) or None)
     except ValueError as exc:
         _parser().error(str(exc))
+    args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     seeds = [args.seed] if args.seed is not None else [args.first_seed + k for k in range(args.schedules)]
     results = [await one(args, dataclasses.replace(setup), seed) for seed in seeds]

@@ -114,6 +114,8 @@ class Cluster:
             else ["node", *common]
         env = {**os.environ, **self.store.env}
         if slow_clock:
+            if not FAKETIME_LIB.exists():
+                raise RuntimeError(f"a slow clock needs libfaketime ({FAKETIME_LIB}): apt-get install faketime")
             env.update(LD_PRELOAD=str(FAKETIME_LIB), FAKETIME=SLOW_CLOCK, FAKETIME_DONT_RESET="1")
         index = sum(1 for r in self.runs if r.node == node)
         log = self.work / "logs" / f"{node}.{index}.log"
@@ -228,6 +230,7 @@ class Cluster:
         for run in self.running():
             with_tree = [run.proc.pid, *children(run.proc.pid)]
             _signal_all(with_tree, signal.SIGCONT)
+            run.killed = True
             kill_tree(run.proc.pid)
             await run.proc.wait()
         for proxy in self.proxies.values():

@@ -68,7 +68,8 @@ async def run_schedule(work: Path, setup: Setup, seed: int, faults: list[Fault])
     started = time.monotonic()
     web = await _start_web(work / "web", setup)
     redis = RedisService(work / "redis")
-    store = FileStoreService(work / "shared") if setup.store == "file" else S3StoreService(work / "moto.log")
+    mount = any(f.kind in STORE_FAULTS["file"] for f in faults)
+    store = FileStoreService(work / "shared", mount=mount) if setup.store == "file" else S3StoreService(work / "moto.log")
     try:
         await redis.start()
         await store.start()
@@ -77,8 +78,9 @@ async def run_schedule(work: Path, setup: Setup, seed: int, faults: list[Fault])
         await _stop_web(web)
         facts = _facts(work, setup, cluster, store)
     finally:
-        if web.returncode is None:
+        if web.poll() is None:
             web.kill()
+            web.wait()
         await redis.stop()
         await store.stop()
     heal = max([a.healed or a.at for a in cluster.applied] + [t0])
@@ -88,13 +90,16 @@ async def run_schedule(work: Path, setup: Setup, seed: int, faults: list[Fault])
 
 async def _start_web(out: Path, setup: Setup) -> subprocess.Popen[bytes]:
     out.mkdir(parents=True, exist_ok=True)
-    proc = subprocess.Popen([sys.executable, str(WEB_SCRIPT), str(out), "--hosts", str(setup.hosts),
-                             "--pages", str(setup.pages), "--seed", str(setup.web_seed)],
-                            stdout=subprocess.PIPE, stderr=open(out / "web.err", "ab"))
+    with open(out / "web.err", "ab") as err:
+        proc = subprocess.Popen([sys.executable, str(WEB_SCRIPT), str(out), "--hosts", str(setup.hosts),
+                                 "--pages", str(setup.pages), "--seed", str(setup.web_seed)],
+                                stdout=subprocess.PIPE, stderr=err)
     assert proc.stdout is not None
     line = await asyncio.wait_for(asyncio.to_thread(proc.stdout.readline), 60)
+    proc.stdout.close()
     if line.strip() != b"ready":
         proc.kill()
+        proc.wait()
         raise RuntimeError(f"the test web did not start: {(out / 'web.err').read_text()[-500:]}")
     return proc
 
@@ -107,11 +112,11 @@ async def _stop_web(proc: subprocess.Popen[bytes]) -> None:
 def crawl_config(work: Path, setup: Setup, store_url: str) -> CrawlConfig:
     """The crawl's config (also written to ``crawl.toml`` for the first node's --config)."""
     params = web_params(setup.hosts, setup.pages, setup.web_seed)
-    config = cluster_config(params, work / "cfg", work / "web" / "resolve.txt", n_buckets=M,
-                            min_delay_s=setup.delay_s, checkpoint_s=setup.checkpoint_s,
-                            heartbeat_s=setup.heartbeat_s, member_ttl_s=setup.member_ttl_s,
-                            handoff_timeout_s=setup.handoff_timeout_s, max_outage_s=setup.max_outage_s,
-                            shared_store=store_url)
+    config: CrawlConfig = cluster_config(params, work / "cfg", work / "web" / "resolve.txt", n_buckets=M,
+                                         min_delay_s=setup.delay_s, checkpoint_s=setup.checkpoint_s,
+                                         heartbeat_s=setup.heartbeat_s, member_ttl_s=setup.member_ttl_s,
+                                         handoff_timeout_s=setup.handoff_timeout_s, max_outage_s=setup.max_outage_s,
+                                         shared_store=store_url)
     # a failed robots.txt is retried after error_retry_s; politeness is measured here: make it the delay
     config = dataclasses.replace(config, robots=dataclasses.replace(config.robots, error_retry_s=setup.delay_s))
     write_toml(config, work / "crawl.toml")

@@ -82,9 +82,10 @@ class _World:
         return self.busy_until.get(key, -1.0) <= at_s
 
 
-def draw(seed: int, n_faults: int, nodes: int, kinds: tuple[str, ...], window_s: float) -> list[Fault]:
+def draw(seed: int, n_faults: int, nodes: int, kinds: tuple[str, ...], window_s: float,
+         durations: tuple[float, float] = DURATION_S) -> list[Fault]:
     """A seeded schedule of ``n_faults`` faults from ``kinds`` over ``nodes`` first nodes, the first
-    ``window_s`` seconds (module docstring)."""
+    ``window_s`` seconds, lasting between ``durations`` seconds (module docstring)."""
     rng = random.Random(seed)
     world = _World([f"n{i}" for i in range(nodes)])
     faults: list[Fault] = []
@@ -93,16 +94,17 @@ def draw(seed: int, n_faults: int, nodes: int, kinds: tuple[str, ...], window_s:
     for k in range(n_faults):
         after_join = bool(faults) and faults[-1].kind in JOINS and rng.random() < 0.5
         at = max(at, faults[-1].at_s + rng.uniform(0.0, AFTER_JOIN_S) if after_join else times[k])
-        fault = _one(rng, world, round(at, 2), kinds)
+        fault = _one(rng, world, round(at, 2), kinds, durations)
         if fault is not None:
             faults.append(fault)
     return faults
 
 
-def _one(rng: random.Random, world: _World, at: float, kinds: tuple[str, ...]) -> Fault | None:
+def _one(rng: random.Random, world: _World, at: float, kinds: tuple[str, ...],
+         durations: tuple[float, float]) -> Fault | None:
     """One fault at ``at`` that fits the world (None when none of ``kinds`` does); updates the world."""
     for kind in rng.sample(kinds, len(kinds)):
-        duration = 0.0 if kind in INSTANT else round(rng.uniform(*DURATION_S), 1)
+        duration = 0.0 if kind in INSTANT else round(rng.uniform(*durations), 1)
         if kind in JOINS:
             world.joined += 1
             name = f"j{world.joined}"

@@ -72,12 +72,14 @@ class RedisService:
 
 
 class FileStoreService:
-    """``file://`` store on a tmpfs of its own (needs root); faults ``store_full`` and ``store_ro``."""
+    """``file://`` store on a tmpfs of its own (``mount``: needs root); faults ``store_full`` and ``store_ro``.
+    Without ``mount`` a plain directory (a schedule with no store fault)."""
 
     kind = "file"
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, mount: bool = True) -> None:
         self.root = root
+        self.mount = mount
         self.url = root.as_uri()
         self.env: dict[str, str] = {}
         self._filler = root / ".nemesis-filler"
@@ -85,6 +87,8 @@ class FileStoreService:
 
     async def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
+        if not self.mount:
+            return
         done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={STORE_MIB}m", "tmpfs", str(self.root)],
                               capture_output=True, text=True)
         if done.returncode != 0:
