@@ -14,7 +14,8 @@
   for Redis and store faults). Joins have no window: a hand-off moves a bucket's state.
 * **It ends**: every process exits within the stated time after the last fault heals (else a hang),
   or exits non-zero with one line when it cannot go on; a crawl that every process left that way is
-  *stopped*, not lost (its state is kept).
+  *stopped*, not lost (its state is kept). A hung crawl's missing URLs are not counted as lost either:
+  it never ended, the hang is its failure.
 * **Exit codes as documented** (``webgather.exitcodes.ExitCode``): no undocumented code, no death by a
   signal the nemesis did not send, no traceback, 4 iff the run printed DATA LOST, 2 (a bad command
   line) never for the nemesis's good command lines, 0 never after a loss.
@@ -95,7 +96,8 @@ class Verdict:
 
     @property
     def false_alarm(self) -> bool:
-        return self.said_lost and self.lost == 0 and not self.stopped
+        """DATA LOST printed although every closure URL was archived (or its fetch recorded as failed)."""
+        return self.said_lost and self.missing == self.failed
 
     @property
     def silent_loss(self) -> bool:
@@ -141,7 +143,11 @@ def _losses(facts: Facts, v: Verdict) -> None:
         last_error[entry["url"]] = entry.get("error")
     failed = {u for u in missing if last_error.get(u)}
     v.closure, v.missing, v.failed = len(facts.closure), len(missing), len(failed)
-    v.lost = 0 if v.stopped else len(missing - failed)
+    unfinished = v.stopped or bool(facts.hung)  # the crawl did not end by itself: its hang is the failure
+    v.lost = 0 if unfinished else len(missing - failed)
+    if unfinished and missing - failed:
+        v.details.append(f"{len(missing - failed)} closure URLs not archived when the crawl "
+                         + ("stopped" if v.stopped else "was stopped at the deadline"))
     v.said_lost = any(r.said_lost for r in facts.runs)
     if v.lost:
         never = sorted(u for u in missing - failed if u not in last_error)
