@@ -26,7 +26,9 @@ from nemesis_schedule import Fault
 from nemesis_services import RedisService
 
 FAKETIME_LIB = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1")
-SLOW_CLOCK = "+0 x0.5"
+CLOCK_RATE = 0.5
+"""A slow node's clocks advance this many seconds per real second."""
+SLOW_CLOCK = f"+0 x{CLOCK_RATE}"
 TERM_WAIT_S = 30.0
 """A node sent SIGTERM that has not exited after this long is killed (and counted as a hang)."""
 
@@ -49,6 +51,7 @@ class Run:
     proc: asyncio.subprocess.Process
     log: Path
     slow_clock: bool = False
+    started_wall: float = 0.0
     killed: bool = False
     """Ended by the nemesis's kill -9 (its exit code is not the node's to choose)."""
 
@@ -123,7 +126,7 @@ class Cluster:
         with log.open("ab") as handle:
             proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "webgather", *args, stdout=handle,
                                                         stderr=asyncio.subprocess.STDOUT, env=env)
-        run = Run(node, index, proc, log, slow_clock)
+        run = Run(node, index, proc, log, slow_clock, time.time())
         self.runs.append(run)
         return run
 

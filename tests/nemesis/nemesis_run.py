@@ -15,11 +15,12 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from cluster_crawl_helpers import cluster_config, write_toml
 from durability_helpers import M, archived_urls, log_entries, wait_defined
 from nemesis_checker import Facts, RunFacts, Verdict, Window, check
-from nemesis_cluster import Applied, Cluster
+from nemesis_cluster import CLOCK_RATE, Applied, Cluster, Run
 from nemesis_schedule import STORE_FAULTS, Fault, last_heal_s
 from nemesis_services import FileStoreService, RedisService, S3StoreService
 from nemesis_web import read_records, web_params
@@ -152,10 +153,24 @@ def _facts(work: Path, setup: Setup, cluster: Cluster, store: FileStoreService |
     found, _ = archived_urls(work, store.reader(), outs)
     entries = [e for out in outs for log in sorted(out.glob("nodes/*/crawl.log.jsonl")) for e in log_entries(log)]
     entries += [e for copies in cluster.lost_disks.values() for log in copies for e in log_entries(log)]
+    _real_times(entries, cluster.runs)
     last = {r.node: r.index for r in cluster.runs}
     runs = [RunFacts(r.node, r.index, r.code, r.killed, r.output(), last[r.node] == r.index) for r in cluster.runs]
     return Facts(closure, found, entries, runs, read_records(work / "web" / "records.jsonl"), setup.delay_s,
                  _windows(cluster.applied, setup.checkpoint_s), cluster.hung, cluster.problems)
+
+
+def _real_times(entries: list[dict[str, Any]], runs: list[Run]) -> None:
+    """A slow-clock node logs its own (slow) wall time: put its entries on the real clock (its run started
+    with both clocks equal), so that the refetch windows judge them right."""
+    slow = [(r.started_wall, r.node) for r in runs if r.slow_clock]
+    for entry in entries:
+        if entry.get("fetched_at") is None:
+            continue
+        stamp = float(entry["fetched_at"])
+        starts = [w for w, node in slow if node == entry.get("node") and w <= stamp]
+        if starts:
+            entry["fetched_at"] = max(starts) + (stamp - max(starts)) / CLOCK_RATE
 
 
 def _windows(applied: list[Applied], checkpoint_s: float) -> list[Window]:

@@ -136,3 +136,13 @@ async def test_a_fixed_seed_schedule_keeps_every_invariant(tmp_path: Path, seed:
     result = await run_schedule(tmp_path / "work", SMOKE, seed, faults)
     assert result.verdict.closure > 100
     assert result.verdict.ok, f"{describe(faults)}\n{summary_line(result)}\n" + "\n".join(result.verdict.details)
+
+
+def test_a_slow_clock_nodes_log_times_are_put_on_the_real_clock() -> None:
+    from nemesis_cluster import Run
+    from nemesis_run import _real_times
+
+    slow = Run("j1", 0, None, Path("j1.log"), slow_clock=True, started_wall=1000.0)  # type: ignore[arg-type]
+    entries = [{"node": "j1", "fetched_at": 1005.0}, {"node": "n0", "fetched_at": 1005.0}, {"node": "j1"}]
+    _real_times(entries, [slow])
+    assert [e.get("fetched_at") for e in entries] == [1010.0, 1005.0, None]
