@@ -99,9 +99,16 @@ async def main() -> int:
     args.work = args.work.resolve()
     args.work.mkdir(parents=True, exist_ok=True)
     seeds = [args.seed] if args.seed is not None else [args.first_seed + k for k in range(args.schedules)]
-    results = [await one(args, dataclasses.replace(setup), seed) for seed in seeds]
-    print(f"\n{table(results, args)}", flush=True)
-    return 0 if all(r.verdict.ok for r in results) else 1
+    results, broken = [], []
+    for seed in seeds:
+        try:
+            results.append(await one(args, dataclasses.replace(setup), seed))
+        except Exception as exc:  # noqa: BLE001 - a harness failure: say so, go on with the next seed
+            broken.append(seed)
+            print(f"seed {seed}: HARNESS ERROR {type(exc).__name__}: {exc}", flush=True)
+    print(f"\n{table(results, args)}" + (f"\nharness errors (not judged): {' '.join(map(str, broken))}" if broken else ""),
+          flush=True)
+    return 0 if all(r.verdict.ok for r in results) and not broken else 1
 
 
 if __name__ == "__main__":
