@@ -67,15 +67,14 @@ class Result:
 async def run_schedule(work: Path, setup: Setup, seed: int, faults: list[Fault]) -> Result:
     work.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    web = await _start_web(work / "web", setup)
     redis = RedisService(work / "redis")
     mount = any(f.kind in STORE_FAULTS["file"] for f in faults)
     store = FileStoreService(work / "shared", mount=mount) if setup.store == "file" else S3StoreService(work / "moto.log")
+    web = await _start_web(work / "web", setup)
     try:
         await redis.start()
         await store.start()
         cluster, t0 = await _crawl(work, setup, redis, store, faults)
-        (work / "records.jsonl").unlink(missing_ok=True)
         await _stop_web(web)
         facts = _facts(work, setup, cluster, store)
     finally:
