@@ -120,12 +120,12 @@ def _responses(path: Path) -> list[str]:
                 if r.rec_type == "response"]
 
 
-def _final(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def final_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in entries if not e.get("retry") and e.get("kind") in ("page", "sitemap")
             and e.get("error") not in NOT_FETCHED]
 
 
-def _log_entries(log: Path) -> list[dict[str, Any]]:
+def log_entries(log: Path) -> list[dict[str, Any]]:
     return list(read_crawl_log(log)) if log.exists() else []
 
 
@@ -138,7 +138,7 @@ async def _start(args: list[str], log: Path, env: dict[str, str] | None = None) 
         handle.close()
 
 
-def _archived(tmp: Path, store: SharedStore | None, outs: list[Path]) -> tuple[set[str], list[str]]:
+def archived_urls(tmp: Path, store: SharedStore | None, outs: list[Path]) -> tuple[set[str], list[str]]:
     """URLs with a response record in a surviving WARC file (each file once), and CDXJ mismatches."""
     files: dict[str, Path] = {}
     mismatch = []
@@ -190,7 +190,7 @@ class _Cluster:
         self.procs[key or node] = await _start(self.args[node], self.tmp / f"{node}.log", env)
 
     def mark_fault(self) -> None:
-        self.victim = _log_entries(self.log(VICTIM))
+        self.victim = log_entries(self.log(VICTIM))
         self.checkpoint_wall = _manifest_wall(self.store)
         raw = self.store.get_bytes(f"checkpoints/{VICTIM}/manifest.json") if self.store is not None else None
         self.victim_buckets = {int(b) for b in json.loads(raw)["buckets"]} if raw else set()
@@ -212,7 +212,7 @@ async def _wait_kill_point(c: _Cluster, pages: int, crawled_s: float | None, tim
             if log.exists() and log.read_text().count('"kind":"page"') >= pages:
                 if c.store is None or crawled_s is None:
                     return
-                first = min((float(e["fetched_at"]) for e in _final(_log_entries(log))), default=math.inf)
+                first = min((float(e["fetched_at"]) for e in final_entries(log_entries(log))), default=math.inf)
                 if _manifest_wall(c.store) >= first + crawled_s:
                     return
             await asyncio.sleep(0.05)
@@ -311,7 +311,7 @@ async def run_scenario(tmp: Path, store_url: str | None, *, fault: str = "kill_d
     with (tmp / "server_records.jsonl").open("w") as out:  # for a second look at the figures
         out.writelines(json.dumps(r._asdict()) + "\n" for r in records)
     outcome = _outcome(c, fault, crawl_outcomes(model, seeds, config), counters)
-    excused = gave_up([*c.victim, *(e for n in _alive(c, fault) for e in _log_entries(c.log(n)))])
+    excused = gave_up([*c.victim, *(e for n in _alive(c, fault) for e in log_entries(c.log(n)))])
     manners = politeness(records, min_delay_s, excused)
     return dataclasses.replace(outcome, redis_peak_bytes=c.peak, at_once=manners.at_once,
                                short_gaps=manners.short_gaps, resends=manners.resends,
@@ -334,7 +334,7 @@ async def _run(c: _Cluster, fault: str, kill_point: tuple[int, float | None], ti
     async with _peak_sampler(c.redis.url) as peak:
         try:
             await c.start("a")
-            await _wait_defined(c.redis.url, timeout_s / 4)
+            await wait_defined(c.redis.url, timeout_s / 4)
             for n in NODES[1:]:
                 await c.start(n)
             await _wait_kill_point(c, *kill_point, timeout_s / 2)
@@ -359,20 +359,20 @@ def _alive(c: _Cluster, fault: str) -> list[str]:
 def _outcome(c: _Cluster, fault: str, expected: Any, counters: dict[str, Any]) -> Outcome:
     want = {u for u in expected.fetched if expected.outcomes[u].status is not None}
     alive = _alive(c, fault)
-    found, mismatch = _archived(c.tmp, c.store, [c.outs[n] for n in alive])
-    logs = {n: _log_entries(c.log(n)) for n in alive}
+    found, mismatch = archived_urls(c.tmp, c.store, [c.outs[n] for n in alive])
+    logs = {n: log_entries(c.log(n)) for n in alive}
     if fault == "kill_delete":
         logs[VICTIM] = c.victim
-    victim = _final(c.victim)
+    victim = final_entries(c.victim)
     every = [e for entries in logs.values() for e in entries]
-    twice = fetched_twice(e for entries in logs.values() for e in _final(entries))
+    twice = fetched_twice(e for entries in logs.values() for e in final_entries(entries))
     attempted = {e["url"] for entries in logs.values() for e in entries}
     missing = sorted(want - found)
     wall = c.checkpoint_wall
     late = {e["url"] for e in victim if float(e["fetched_at"]) >= wall - BOUND_MARGIN_S or not c.store}
     return Outcome(
         closure=len(want), archived=len(want & found), missing=missing, refetched=len(twice), bound=len(late),
-        outside_bound=sorted(twice - late), victim_after=len(_final(logs.get(VICTIM, []))) - len(victim),
+        outside_bound=sorted(twice - late), victim_after=len(final_entries(logs.get(VICTIM, []))) - len(victim),
         victim_pages=len(victim), exit_codes={n: p.returncode for n, p in c.procs.items()},
         unattempted=len(set(missing) - attempted), fault=fault,
         refetched_ages=sorted(round(float(e["fetched_at"]) - wall, 2) for e in victim if e["url"] in twice),
@@ -385,7 +385,7 @@ def _summaries(c: _Cluster, nodes: list[str]) -> dict[str, dict[str, Any]]:
     return {n: json.loads(p.read_text()) for n, p in paths.items() if p.exists()}
 
 
-async def _wait_defined(url: str, timeout_s: float) -> None:
+async def wait_defined(url: str, timeout_s: float) -> None:
     """Until the first node has stored the crawl's definition (a node cannot join before)."""
     from webgather.cluster import definition
     from webgather.cluster.redis import RedisBackend
