@@ -40,8 +40,3 @@ def test_redis_exceptions_are_caught_in_one_place() -> None:
     assert catching == {"_translated"}
     for name in ("inprocess.py", "embedded.py", *PURE):
         assert "redis.exceptions" not in (CLUSTER / name).read_text()
-
-
-def test_modules_stay_small() -> None:
-    for path in CLUSTER.glob("*.py"):
-        assert len(path.read_text().splitlines()) <= 400, path.name

@@ -21,6 +21,7 @@ from cluster_crawl_helpers import cluster_config, duplicates, fetch_entries, sma
 from cluster_process_helpers import children, final_fetches, finish, start_webgather
 
 from process_helpers import own_redis_servers
+from webgather.exitcodes import ExitCode
 from webgather.cluster.embedded import EmbeddedRedis
 from webgather.testweb import TestWebServer, WebModel, closure, max_in_flight
 
@@ -101,7 +102,8 @@ async def test_redis_away_longer_than_the_bound_stops_the_nodes_and_the_command_
         finally:
             code, output = await finish(proc, 30.0)
         print(output)
-        assert code == 1 and "finished: False" in output and "cannot reach Redis" in output
+        # a worker's own reason to stop is the command's: exit 6 (could not go on), not 1 (did not end)
+        assert code == ExitCode.CANNOT_CONTINUE and "finished: False" in output and "cannot reach Redis" in output
         for node, log in _node_logs(out).items():
             assert "backend unavailable for more than 1.5 s" in log and "run the same command again" in log, node
         stopped_at = len(fetch_entries(out))
