@@ -21,8 +21,8 @@ from cluster_crawl_helpers import cluster_config, duplicates, fetch_entries, sma
 from cluster_process_helpers import children, final_fetches, finish, start_webgather
 
 from process_helpers import own_redis_servers
-from webgather.exitcodes import ExitCode
 from webgather.cluster.embedded import EmbeddedRedis
+from webgather.exitcodes import ExitCode
 from webgather.testweb import TestWebServer, WebModel, closure, max_in_flight
 
 M = 64
