@@ -1,6 +1,7 @@
 """GNP live: host-hash vs GNP Top1 vs GNP Top3 assignment, N node processes on one machine.
 
     .venv/bin/python bench/gnp_live.py [--out /tmp/webgather-gnp-live]    # 4 nodes, latency-bound defaults
+    .venv/bin/python bench/gnp_live.py --shared-city                      # 6 nodes, 3 in each of 2 cities
     .venv/bin/python bench/gnp_live.py --toy                              # seconds: the smoke test's size
 
 The synthetic web runs in its own process with ``--latency-model cities:C:MS``:
@@ -87,6 +88,9 @@ VARIANTS = {"host-hash": ("host", 1), "top1": ("gnp", 1), "top3": ("gnp", 3)}
 TOY = {"nodes": 2, "cities": 2, "ms_per_unit": 50, "gnp_wait_s": 2.0, "hosts": 4, "pages_per_host": 4.0,
        "concurrency": 4, "variants": "host-hash,top1", "timeout_s": 120.0}
 """``--toy``: a run of seconds that takes every path of the bench (the smoke test's size)."""
+SHARED_CITY = {"nodes": 6, "cities": 2}
+"""``--shared-city``: the Top-K setting, K = 3 nodes in each city (node i is in city ``i mod cities``):
+with one node per city Top3 is close to random; here it spreads a city's hosts over its 3 nodes."""
 
 
 def main() -> None:
@@ -125,6 +129,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--timeout-s", type=float, default=600.0, help="per assignment; then the nodes are killed")
     parser.add_argument("--toy", action="store_true", help="toy size (seconds): " +
                         " ".join(f"{k}={v}" for k, v in TOY.items()) + "; flags given still win")
+    parser.add_argument("--shared-city", action="store_true", help="Top-K setting: " +
+                        " ".join(f"{k}={v}" for k, v in SHARED_CITY.items()) + " (3 nodes per city); flags given still win")
+    if "--shared-city" in argv:
+        parser.set_defaults(**SHARED_CITY)
     if "--toy" in argv:
         parser.set_defaults(**TOY)
     return parser.parse_args(argv)

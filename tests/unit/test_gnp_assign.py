@@ -34,17 +34,25 @@ def _coords() -> dict[str, np.ndarray]:
     return node_coordinates(_probes(), len(LANDMARKS), 2, np.random.default_rng(0))
 
 
-SITE = (2.0, 3.0)  # true order of nearness: a, b, c, then d, e far away
+SITE = (2.0, 3.0)  # true order of nearness: a, c, b, then d, e far away
 MEASURED = {n: _ms(xy, SITE) for n, xy in NODES.items()}
 
 
-def test_top1_is_the_nearest_and_topk_draws_only_and_all_of_the_k_nearest() -> None:
+def test_top1_is_the_nearest_and_topk_takes_the_least_loaded_of_the_k_nearest() -> None:
     table, coords, rng = initial(NODES, M), _coords(), np.random.default_rng(1)
-    top1 = {choose_placement("s.test", MEASURED, coords, table, 1, rng) for _ in range(20)}
-    assert {p.node for p in top1 if p} == {"a"}
-    drawn = Counter(p.node for p in (choose_placement("s.test", MEASURED, coords, table, 3, rng)
-                                     for _ in range(300)) if p)
-    assert set(drawn) == {"a", "b", "c"} and min(drawn.values()) > 60  # uniform among the 3 nearest
+    top1 = {choose_placement("s.test", MEASURED, coords, table, 1, rng, load={"a": 50}) for _ in range(20)}
+    assert {p.node for p in top1 if p} == {"a"}  # Top1: the nearest whatever its load
+    given: Counter[str] = Counter()
+    for _ in range(30):  # sites arriving one by one: each to the least loaded of a, b, c
+        placement = choose_placement("s.test", MEASURED, coords, table, 3, rng, load=given)
+        assert placement is not None and placement.node is not None
+        given[placement.node] += 1
+    assert given == {"a": 10, "b": 10, "c": 10}  # never d or e, far away, though they have no load
+    assert choose_placement("s.test", MEASURED, coords, table, 3, rng).node == "a"  # type: ignore[union-attr]
+    assert choose_placement("s.test", MEASURED, coords, table, 3, rng,
+                            load={"a": 3, "b": 0, "c": 1, "d": 0}).node == "b"  # type: ignore[union-attr]
+    assert choose_placement("s.test", MEASURED, coords, table, 3, rng,  # a tie: c, nearer than b (7.3 vs 8.5)
+                            load={"a": 3, "b": 1, "c": 1}).node == "c"  # type: ignore[union-attr]
     placement = choose_placement("s.test", MEASURED, coords, table, 3, rng)
     assert placement is not None and table.owner(placement.bucket) == placement.node and len(placement.coord) == 2
 
