@@ -4,8 +4,13 @@ httpping of a host is the time of a small HTTP request to it (``/robots.txt``,
 which a crawler fetches anyway), from the node's own source address. One
 measurement is ``gnp_samples`` requests in a row on one kept-alive connection;
 :func:`webgather.gnp.filter_samples` (the study's noise filter: bucket the
-samples by ``gnp_modulus_ms``, average the three fullest buckets) turns them
-into one figure, so a retransmit or a queueing spike does not move it. Samples
+samples by ``gnp_modulus_ms``, average the three fullest buckets), applied to
+the lower half of the samples, turns them into one figure, so a retransmit or a
+queueing spike does not move it. The lower half because queueing (on the path,
+or in a loaded machine's scheduler, on either end) only ever adds delay, and on
+a loaded machine its delays form buckets of their own (two samples 50 ms late
+are a "mode" to the filter, which then averages them in): the lower samples are
+the nearer to the path's own latency. Samples
 that got no response are left out; a host none of whose samples answered has
 no figure (it is never published, and the host falls back to the two-stage
 mapping when nobody measured it).
@@ -15,7 +20,10 @@ published in ``gnp:probes``: the node's coordinates come from it) and, from the
 start and for ever, every host any node asked about (``gnp:asks``, read from the index it has
 reached), published in ``gnp:lat:<host>`` as soon as that host is measured (hosts are
 measured in parallel, up to :data:`CONCURRENCY` at once: one far host does not hold
-back the figures of the near ones). It uses its own HTTP client (the
+back the figures of the near ones), unless it is placed already: a host is placed once
+per crawl (its placement stays in the crawl's state across runs and recrawl cycles), so a
+restarted node does not measure the hosts of earlier runs again, nor a node the hosts
+placed before it came to them. It uses its own HTTP client (the
 node's fetch settings, so the same source address), outside the crawl's
 politeness: a few requests per host and node, as in the study.
 """
@@ -55,7 +63,8 @@ async def httpping_ms(http: HttpClient, url: str, samples: int, modulus_ms: floa
             times_ms.append(result.elapsed_s * 1000.0)
     if not times_ms:
         return None
-    return max(gnp.filter_samples(times_ms, modulus_ms), 0.001)  # a stored latency is > 0
+    lower = sorted(times_ms)[:(len(times_ms) + 1) // 2]  # queueing only adds delay (module docstring)
+    return max(gnp.filter_samples(lower, modulus_ms), 0.001)  # a stored latency is > 0
 
 
 class Measurer:
@@ -98,6 +107,10 @@ class Measurer:
         measured (in ``group``, not awaited: None awaits them); returns how many."""
         asked = await self.book.asked(self.index)
         fresh = [h for h in dict.fromkeys(asked) if h not in self.measured]
+        if fresh:  # a host placed already (in an earlier run of the crawl, or by the nearer nodes) is not measured
+            placed = await self.book.get_placements(fresh)
+            self.measured.update(placed)
+            fresh = [h for h in fresh if h not in placed]
         self.measured.update(fresh)
         self.index += len(asked)
         if group is None:
