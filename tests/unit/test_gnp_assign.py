@@ -110,3 +110,28 @@ async def test_seeds_submitted_before_any_node_runs_fall_back_at_once() -> None:
     seeds = _placements(hub, None, wait_s=30.0)
     await asyncio.wait_for(seeds.learn(["s.test"]), 1.0)
     assert seeds.placements["s.test"] == fallback("s.test", M) and await positions_of(hub).asked(0) == []
+
+
+async def test_each_host_is_placed_once_measured_and_hosts_met_meanwhile_are_asked_at_once() -> None:
+    hub = InProcessHub(M)
+    book = positions_of(hub)
+    for node, probe in _probes().items():
+        await book.publish_probe(node, probe)
+    a = _placements(hub, "a", wait_s=3.0)
+    loop = asyncio.get_running_loop()
+    learning = loop.create_task(a.learn(["slow.test", "s.test"]))  # slow.test: nobody measures it for 3 s
+    await asyncio.sleep(0.2)
+    assert a.key("met.test") is None  # a link to a new host, met while the batch before it waits
+    for node, ms in MEASURED.items():
+        await book.publish_latencies(node, {"s.test": ms})
+    started = loop.time()
+    async with asyncio.timeout(2.0):  # s.test is placed as soon as it is measured, slow.test is still waited for
+        while "s.test" not in await book.get_placements() or "met.test" not in await book.asked(0):
+            await asyncio.sleep(0.02)
+    assert loop.time() - started < 1.0 and not learning.done()
+    assert (await book.get_placements())["s.test"].node == "a" and await book.get_load() == {"a": 1}
+    await learning
+    assert a.placements["slow.test"] == fallback("slow.test", M) and a.fallbacks == 1 and a.placed == 1
+    assert (await book.asked(0)).count("met.test") == 1
+    await a.learn(["met.test"])  # asked already: not asked again, and its wait counts from the first ask
+    assert (await book.asked(0)).count("met.test") == 1 and a.placements["met.test"] == fallback("met.test", M)

@@ -130,7 +130,9 @@ class GnpPlacements(SharedAddresses):
             await self._ask([*pending, *self._met])
             pending = [h for h in pending if h not in self.placements]
             table = self.table()
-            assert table is not None  # learn() checked: a node's table never goes back to None
+            if table is None:  # not expected (a node's table never goes back to None): fall back, never hang
+                await self._publish({h: fallback(h, self.cluster.n_buckets) for h in pending})
+                return
             coords, measured = await self._coordinates(), await self.positions.get_latencies(pending)
             now = self.clock.monotonic()
             ready = [h for h in pending if self._deadlines[h] <= now or self._measured(measured.get(h, {}), coords)]
@@ -169,6 +171,9 @@ class GnpPlacements(SharedAddresses):
         for host in hosts:
             chosen[host] = self._choose(host, measured.get(host, {}), coords, table, load)
             load[chosen[host].node or ""] += 1  # the next host of the batch sees this one
+            if chosen[host].node is None:
+                log.info("GNP: %s measured by %d of %d nodes (%d with coordinates) within gnp_wait_s; "
+                         "it gets the two-stage bucket", host, len(measured.get(host, {})), len(table.nodes), len(coords))
         return chosen
 
     async def _publish(self, mine: dict[str, Placement]) -> None:
