@@ -28,16 +28,25 @@ host; CPU is shared by N nodes, the server and Redis on 2 cores, so the gain is
 that of a latency-bound crawl diluted by CPU contention.
 
 With the defaults (4 nodes in 4 cities, ``--ms-per-unit 1500 --hosts 40 --pages-per-host 30
---concurrency 8``: latency-bound), 2026-11-27 14:35 UTC, 2 cores shared with other crawls (noisy,
-one run), 1,097 pages each::
+--concurrency 8``: latency-bound), 2026-11-27 15:07 UTC, and ``--shared-city`` (6 nodes, 3 per
+city) at 15:12 UTC, 2 cores shared with other work (noisy; more rounds in docs/reproducing.md),
+1,096-1,097 pages each::
 
-    assignment  wall_s  99%_s  pages/s  gain      mean_fetch_ms  gnp_placed
-    host-hash   108.7   96.5   10.1     +0.0 %    640.7          -
-    top1        44.9    43.8   24.4     +141.6 %  192.2          39/40
-    top3        83.0    71.5   13.2     +30.7 %   373.7          39/40
+    setting      assignment  wall_s  99%_s  pages/s  gain      mean_fetch_ms  gnp_placed
+    4 in 4       host-hash   60.7    48.5   18.1     +0.0 %    408.8          -
+    4 in 4       top1        24.3    23.5   45.1     +149.2 %  161.3          39/40
+    4 in 4       top3        43.7    40.5   25.1     +38.7 %   218.0          39/40
+    6 in 2       host-hash   83.3    71.1   13.2     +0.0 %    501.1          -
+    6 in 2       top1        27.9    26.7   39.3     +197.7 %  151.2          39/40
+    6 in 2       top3        30.3    28.5   36.2     +174.2 %  201.3          39/40
 
-Measured 2026-11-25 16:27 UTC (2 cores shared with other helpers' work; single runs),
-``--nodes 8 --hosts 60 --pages-per-host 20 --concurrency 4``, 1,091 pages each::
+The seed is the first host's home page whose host the two-stage mapping gives to a node of
+its own city (:func:`seed_near_its_node`): seeds are filed before any node runs, so GNP never
+places them.
+
+Measured 2026-11-25 16:27 UTC, before hosts were placed off the discovery path (2 cores
+shared with other work; single runs), ``--nodes 8 --hosts 60 --pages-per-host 20
+--concurrency 4 --ms-per-unit 300``, 1,091 pages each::
 
     assignment  pages/s  gain    study   mean_fetch_ms  var_share(interval)  chosen is nearest
     host-hash   56.6     +0.0 %  +0.0 %  146.6          3.2e-02              -
