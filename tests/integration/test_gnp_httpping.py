@@ -65,6 +65,21 @@ async def test_httpping_keeps_the_lower_samples_when_queueing_spreads_them() -> 
     assert ms is not None and 20 <= ms < 35 < 1000 * sum(plan) / len(plan)  # the lower half: 20, 22 (, 50) ms
 
 
+async def test_a_node_stops_measuring_a_host_once_it_is_placed() -> None:
+    hub = InProcessHub(64)
+    book = positions_of(hub)
+    async with spiky_server((0.2,)) as (port, delays):  # a far node: 200 ms a sample
+        resolver = Resolver(SystemClock(), static={"far.test": "127.0.0.1"})
+        async with HttpClient(FetchConfig(), resolver, SystemClock()) as http:
+            measurer = Measurer(book, "n1", http, landmarks=(), samples=5, modulus_ms=5.0)
+            await book.ask([f"far.test:{port}"])
+            measuring = asyncio.get_running_loop().create_task(measurer.step())
+            await asyncio.sleep(0.1)  # during its first sample, the nearer nodes' figures place the host
+            await book.publish_placements({f"far.test:{port}": Placement(3, "n2", (1.0, 2.0))})
+            assert await asyncio.wait_for(measuring, 5.0) == 1
+    assert len(delays) == 1 and await book.get_latencies([f"far.test:{port}"]) == {}  # 1 of 5 samples, unpublished
+
+
 async def test_httpping_of_a_host_that_never_answers_is_none() -> None:
     resolver = Resolver(SystemClock(), static={"gone.test": "127.0.0.1"})
     async with HttpClient(FetchConfig(connect_timeout_s=1.0), resolver, SystemClock()) as http:

@@ -23,7 +23,8 @@ measured in parallel, up to :data:`CONCURRENCY` at once: one far host does not h
 back the figures of the near ones), unless it is placed already: a host is placed once
 per crawl (its placement stays in the crawl's state across runs and recrawl cycles), so a
 restarted node does not measure the hosts of earlier runs again, nor a node the hosts
-placed before it came to them. It uses its own HTTP client (the
+placed before it came to them, and a far node stops measuring a host (between two samples)
+once the nearer nodes' figures have placed it. It uses its own HTTP client (the
 node's fetch settings, so the same source address), outside the crawl's
 politeness: a few requests per host and node, as in the study.
 """
@@ -32,11 +33,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from webgather import gnp
 from webgather.cluster.positions import PositionBook
-from webgather.errors import BackendUnavailable
+from webgather.errors import BackendUnavailable, ClusterError
 from webgather.fetch.http import HttpClient
 
 __all__ = ["Measurer", "httpping_ms", "probe_url"]
@@ -54,10 +55,14 @@ def probe_url(host: str) -> str:
     return f"http://{host}/robots.txt"
 
 
-async def httpping_ms(http: HttpClient, url: str, samples: int, modulus_ms: float) -> float | None:
-    """Filtered time in ms of ``samples`` GETs of ``url`` (None: no response at all)."""
+async def httpping_ms(http: HttpClient, url: str, samples: int, modulus_ms: float, *,
+                      moot: Callable[[], Awaitable[bool]] | None = None) -> float | None:
+    """Filtered time in ms of ``samples`` GETs of ``url`` (None: no response at all, or ``moot()``
+    became true between two samples: the figure is no longer wanted)."""
     times_ms = []
-    for _ in range(samples):
+    for i in range(samples):
+        if i and moot is not None and await moot():
+            return None
         result = await http.fetch(url)
         if result.status is not None:
             times_ms.append(result.elapsed_s * 1000.0)
@@ -121,8 +126,13 @@ class Measurer:
         return len(fresh)
 
     async def _measure_one(self, host: str) -> None:
+        async def placed() -> bool:  # by the nearer nodes' figures: this node's is not needed any more
+            try:
+                return bool(await self.book.get_placements([host]))
+            except (BackendUnavailable, ClusterError):  # cannot tell: measure on
+                return False
         async with self._slots:
-            value = await httpping_ms(self.http, probe_url(host), self.samples, self.modulus_ms)
+            value = await httpping_ms(self.http, probe_url(host), self.samples, self.modulus_ms, moot=placed)
         while value is not None and not self.stopped:
             try:
                 await self.book.publish_latencies(self.node, {host: value})
