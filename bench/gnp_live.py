@@ -1,6 +1,7 @@
 """GNP live: host-hash vs GNP Top1 vs GNP Top3 assignment, N node processes on one machine.
 
     .venv/bin/python bench/gnp_live.py [--out /tmp/webgather-gnp-live]    # 4 nodes, latency-bound defaults
+    .venv/bin/python bench/gnp_live.py --shared-city                      # 6 nodes, 3 in each of 2 cities
     .venv/bin/python bench/gnp_live.py --toy                              # seconds: the smoke test's size
 
 The synthetic web runs in its own process with ``--latency-model cities:C:MS``:
@@ -27,16 +28,25 @@ host; CPU is shared by N nodes, the server and Redis on 2 cores, so the gain is
 that of a latency-bound crawl diluted by CPU contention.
 
 With the defaults (4 nodes in 4 cities, ``--ms-per-unit 1500 --hosts 40 --pages-per-host 30
---concurrency 8``: latency-bound), 2026-11-27 14:35 UTC, 2 cores shared with other crawls (noisy,
-one run), 1,097 pages each::
+--concurrency 8``: latency-bound), 2026-11-27 15:07 UTC, and ``--shared-city`` (6 nodes, 3 per
+city) at 15:12 UTC, 2 cores shared with other work (noisy; more rounds in docs/reproducing.md),
+1,096-1,097 pages each::
 
-    assignment  wall_s  99%_s  pages/s  gain      mean_fetch_ms  gnp_placed
-    host-hash   108.7   96.5   10.1     +0.0 %    640.7          -
-    top1        44.9    43.8   24.4     +141.6 %  192.2          39/40
-    top3        83.0    71.5   13.2     +30.7 %   373.7          39/40
+    setting      assignment  wall_s  99%_s  pages/s  gain      mean_fetch_ms  gnp_placed
+    4 in 4       host-hash   60.7    48.5   18.1     +0.0 %    408.8          -
+    4 in 4       top1        24.3    23.5   45.1     +149.2 %  161.3          39/40
+    4 in 4       top3        43.7    40.5   25.1     +38.7 %   218.0          39/40
+    6 in 2       host-hash   83.3    71.1   13.2     +0.0 %    501.1          -
+    6 in 2       top1        27.9    26.7   39.3     +197.7 %  151.2          39/40
+    6 in 2       top3        30.3    28.5   36.2     +174.2 %  201.3          39/40
 
-Measured 2026-11-25 16:27 UTC (2 cores shared with other helpers' work; single runs),
-``--nodes 8 --hosts 60 --pages-per-host 20 --concurrency 4``, 1,091 pages each::
+The seed is the first host's home page whose host the two-stage mapping gives to a node of
+its own city (:func:`seed_near_its_node`): seeds are filed before any node runs, so GNP never
+places them.
+
+Measured 2026-11-25 16:27 UTC, before hosts were placed off the discovery path (2 cores
+shared with other work; single runs), ``--nodes 8 --hosts 60 --pages-per-host 20
+--concurrency 4 --ms-per-unit 300``, 1,091 pages each::
 
     assignment  pages/s  gain    study   mean_fetch_ms  var_share(interval)  chosen is nearest
     host-hash   56.6     +0.0 %  +0.0 %  146.6          3.2e-02              -
@@ -67,6 +77,7 @@ from pathlib import Path
 from typing import Any
 
 from webgather.cluster.embedded import EmbeddedRedis
+from webgather.cluster.mapping import initial
 from webgather.cluster.positions import positions_of
 from webgather.cluster.redis import RedisBackend
 from webgather.cluster.status import merge_summaries
@@ -77,7 +88,9 @@ from webgather.runtime.gnp_probe import probe_url
 from webgather.store.crawllog import read_crawl_log
 from webgather.store.summary import read_summary
 from webgather.testweb.latency import LatencyModel, parse_latency_model
+from webgather.testweb import WebModel, closure
 from webgather.testweb.params import WebParams, crawl_config_for
+from webgather.urls import host_key
 
 NOT_FETCHED = ("robots", "robots_unavailable", "off_scope")
 STUDY_GAIN = {"host-hash": 0.0, "top1": 0.220, "top3": 0.361}
@@ -87,6 +100,9 @@ VARIANTS = {"host-hash": ("host", 1), "top1": ("gnp", 1), "top3": ("gnp", 3)}
 TOY = {"nodes": 2, "cities": 2, "ms_per_unit": 50, "gnp_wait_s": 2.0, "hosts": 4, "pages_per_host": 4.0,
        "concurrency": 4, "variants": "host-hash,top1", "timeout_s": 120.0}
 """``--toy``: a run of seconds that takes every path of the bench (the smoke test's size)."""
+SHARED_CITY = {"nodes": 6, "cities": 2}
+"""``--shared-city``: the Top-K setting, K = 3 nodes in each city (node i is in city ``i mod cities``):
+with one node per city Top3 is close to random; here it spreads a city's hosts over its 3 nodes."""
 
 
 def main() -> None:
@@ -125,6 +141,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--timeout-s", type=float, default=600.0, help="per assignment; then the nodes are killed")
     parser.add_argument("--toy", action="store_true", help="toy size (seconds): " +
                         " ".join(f"{k}={v}" for k, v in TOY.items()) + "; flags given still win")
+    parser.add_argument("--shared-city", action="store_true", help="Top-K setting: " +
+                        " ".join(f"{k}={v}" for k, v in SHARED_CITY.items()) + " (3 nodes per city); flags given still win")
+    if "--shared-city" in argv:
+        parser.set_defaults(**SHARED_CITY)
     if "--toy" in argv:
         parser.set_defaults(**TOY)
     return parser.parse_args(argv)
@@ -186,8 +206,8 @@ def config_for(args: argparse.Namespace, out: Path, port: int, name: str) -> Cra
 def run_variant(args: argparse.Namespace, root: Path, port: int, url: str, name: str) -> dict[str, Any]:
     out = root / f"crawl-{name}"
     config = config_for(args, out, port, name)
-    seed_url = (root / "testweb" / "seeds.txt").read_text().split()[0]
     nodes = [f"w{i}" for i in range(args.nodes)]
+    seed_url = seed_near_its_node(args, port, config, nodes)
     out.mkdir(parents=True, exist_ok=True)
     epoch = asyncio.run(_start(url, name, config, [seed_url], nodes))
     procs = [subprocess.Popen(node_command(name, out, node, ["--source-address", address, "--pin-cpu", "off"]),
@@ -201,7 +221,29 @@ def run_variant(args: argparse.Namespace, root: Path, port: int, url: str, name:
     merged = merge_summaries(summaries)
     model = parse_latency_model(spec(args), args.seed)
     placed = asyncio.run(_placed(url, name, config, model, dict(zip(nodes, node_addresses(args), strict=True))))
-    return {**figures(name, out, merged, epoch), **placed}
+    return {**figures(name, out, merged, epoch), **placed, "seed": seed_url}
+
+
+def seed_near_its_node(args: argparse.Namespace, port: int, config: CrawlConfig, nodes: list[str]) -> str:
+    """The first host's home page that reaches the whole web and whose host the two-stage
+    mapping gives to a node in its own city (the same in every assignment of a run).
+
+    A seed is filed before any node runs, so nobody can measure its host: it gets its
+    two-stage bucket whatever the assignment. A far seed host would make every run as long
+    as its own pages fetched one by one from afar (76 pages at ~1.2 s: ~90 s here), and the
+    port, so the seed host's bucket, changes from run to run."""
+    model = parse_latency_model(spec(args), args.seed)
+    table = initial(nodes, config.cluster.n_buckets)
+    city = {node: model.city(address) for node, address in zip(nodes, node_addresses(args), strict=True)}
+    web = WebModel(WebParams.for_tests(seed=args.seed, n_hosts=args.hosts, mean_pages_per_host=args.pages_per_host,
+                                       port=port))
+    whole = len(closure(web, [web.home_url(0)], config))
+    for i in range(args.hosts):
+        url = web.home_url(i)
+        near = city[table.owner_of(host_key(url))] == model.city(host_key(url).split(":")[0])
+        if near and len(closure(web, [url], config)) == whole:
+            return url
+    return web.home_url(0)
 
 
 def wait_all(procs: list[subprocess.Popen[bytes]], timeout_s: float) -> list[int]:

@@ -12,7 +12,8 @@ measuring it:
    landmark and is placed by minimizing the same error against the fixed
    landmark coordinates (:func:`place`).
 3. ``predict(a, b)`` is the Euclidean distance; a site is given to one of its
-   ``k`` nearest crawlers at random (:func:`choose_node`, K = 3 in the study).
+   ``k`` nearest crawlers (K = 3 in the study): at random (:func:`choose_node`),
+   or the least loaded of them (:func:`choose_least_loaded`, the live assignment).
 
 Optimizer: the study uses the downhill simplex (Nelder-Mead). We start from a
 classical multidimensional-scaling solution (exact when the latencies are
@@ -46,6 +47,7 @@ from numpy.typing import NDArray
 from webgather.errors import AnalysisError, ConfigError
 
 __all__ = [
+    "choose_least_loaded",
     "choose_node",
     "filter_samples",
     "fit_bipartite",
@@ -301,6 +303,18 @@ def choose_node(
     """One of the site's ``k`` nearest nodes, uniformly at random (the study's TopK)."""
     nearest = top_k_nearest(site_coord, node_coords, k)
     return int(nearest[int(rng.integers(nearest.shape[0]))])
+
+
+def choose_least_loaded(site_coord: FloatArray, node_coords: FloatArray, k: int, load: Sequence[float]) -> int:
+    """The least loaded of the site's ``k`` nearest nodes (ties: the nearer): Top-K with load balance.
+
+    ``load[i]`` is node ``i``'s load (e.g. the sites already given to it). Deterministic:
+    the same coordinates and loads give the same node on every caller.
+    """
+    nearest = top_k_nearest(site_coord, node_coords, k)
+    if len(load) != np.asarray(node_coords).shape[0]:
+        raise AnalysisError("one load per node is needed")
+    return int(min(nearest, key=lambda i: load[int(i)]))  # min keeps the first (nearest) of equal loads
 
 
 def filter_samples(samples: Sequence[float] | FloatArray, modulus: float, keep: int = 3) -> float:

@@ -53,13 +53,21 @@ async def test_placements_first_published_wins_for_concurrent_nodes(harness: Har
     assert await books[1].publish_placements({}) == {}
 
 
+async def test_load_adds_up_the_hosts_given_to_each_node(harness: Harness) -> None:
+    book, other = positions_of(harness.backend), positions_of(await harness.other())
+    assert await book.get_load() == {}
+    await asyncio.gather(book.add_load({"n1": 2, "n2": 1}), other.add_load({"n1": 3, "n3": 0}), other.add_load({}))
+    assert await other.get_load() == {"n1": 5, "n2": 1}
+
+
 async def test_bad_arguments_are_cluster_errors(harness: Harness) -> None:
     book = positions_of(harness.backend)
     bad_calls = [book.publish_probe("n1", [1.0, 0.0]), book.publish_probe("n1", [float("nan")]),
                  book.publish_probe("", [1.0]), book.ask("a.test"), book.asked(-1),  # type: ignore[arg-type]
                  book.publish_latencies("n1", {"a.test": -3.0}), book.get_latencies([""]),
                  book.publish_placements({"a.test": "3 n1"}),  # type: ignore[dict-item]
-                 book.publish_placements({"a.test": Placement(-1)})]
+                 book.publish_placements({"a.test": Placement(-1)}),
+                 book.add_load({"n1": -1}), book.add_load({"": 1}), book.add_load({"n1": 1.5})]  # type: ignore[dict-item]
     for call in bad_calls:
         with pytest.raises(ClusterError):
             await call

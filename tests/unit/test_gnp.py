@@ -72,6 +72,21 @@ def test_top_k_and_choose_node() -> None:
     assert {gnp.choose_node(site, nodes, 1, rng) for _ in range(20)} == {0}
 
 
+def test_choose_least_loaded_balances_among_the_k_nearest() -> None:
+    nodes = np.array([[0.0, 0.0], [10.0, 0.0], [1.0, 0.0], [2.0, 0.0], [50.0, 0.0]])
+    site = np.array([0.4, 0.0])  # nearest first: 0, 2, 3, then 1, 4
+    assert gnp.choose_least_loaded(site, nodes, 3, [0, 0, 0, 0, 0]) == 0  # equal loads: the nearest
+    assert gnp.choose_least_loaded(site, nodes, 3, [5, 0, 2, 1, 0]) == 3  # the least loaded of 0, 2, 3
+    assert gnp.choose_least_loaded(site, nodes, 3, [1, 0, 1, 4, 0]) == 0  # a tie of 0 and 2: the nearer
+    assert gnp.choose_least_loaded(site, nodes, 1, [9, 0, 0, 0, 0]) == 0  # Top1 ignores load
+    load = [0.0] * 5
+    for _ in range(30):  # sites arriving one by one spread evenly over the three nearest
+        load[gnp.choose_least_loaded(site, nodes, 3, load)] += 1
+    assert load == [10, 0, 10, 10, 0]
+    with pytest.raises(AnalysisError):
+        gnp.choose_least_loaded(site, nodes, 3, [0, 0])
+
+
 def test_filter_samples_keeps_the_three_fullest_buckets() -> None:
     samples = [10, 11, 12, 20, 21, 30, 95, 31, 32, 33]
     # buckets of 10: {1: 3 samples, 2: 2, 3: 4, 9: 1 (the outlier 95)} -> keep 3, 1, 2

@@ -34,17 +34,25 @@ def _coords() -> dict[str, np.ndarray]:
     return node_coordinates(_probes(), len(LANDMARKS), 2, np.random.default_rng(0))
 
 
-SITE = (2.0, 3.0)  # true order of nearness: a, b, c, then d, e far away
+SITE = (2.0, 3.0)  # true order of nearness: a, c, b, then d, e far away
 MEASURED = {n: _ms(xy, SITE) for n, xy in NODES.items()}
 
 
-def test_top1_is_the_nearest_and_topk_draws_only_and_all_of_the_k_nearest() -> None:
+def test_top1_is_the_nearest_and_topk_takes_the_least_loaded_of_the_k_nearest() -> None:
     table, coords, rng = initial(NODES, M), _coords(), np.random.default_rng(1)
-    top1 = {choose_placement("s.test", MEASURED, coords, table, 1, rng) for _ in range(20)}
-    assert {p.node for p in top1 if p} == {"a"}
-    drawn = Counter(p.node for p in (choose_placement("s.test", MEASURED, coords, table, 3, rng)
-                                     for _ in range(300)) if p)
-    assert set(drawn) == {"a", "b", "c"} and min(drawn.values()) > 60  # uniform among the 3 nearest
+    top1 = {choose_placement("s.test", MEASURED, coords, table, 1, rng, load={"a": 50}) for _ in range(20)}
+    assert {p.node for p in top1 if p} == {"a"}  # Top1: the nearest whatever its load
+    given: Counter[str] = Counter()
+    for _ in range(30):  # sites arriving one by one: each to the least loaded of a, b, c
+        placement = choose_placement("s.test", MEASURED, coords, table, 3, rng, load=given)
+        assert placement is not None and placement.node is not None
+        given[placement.node] += 1
+    assert given == {"a": 10, "b": 10, "c": 10}  # never d or e, far away, though they have no load
+    assert choose_placement("s.test", MEASURED, coords, table, 3, rng).node == "a"  # type: ignore[union-attr]
+    assert choose_placement("s.test", MEASURED, coords, table, 3, rng,
+                            load={"a": 3, "b": 0, "c": 1, "d": 0}).node == "b"  # type: ignore[union-attr]
+    assert choose_placement("s.test", MEASURED, coords, table, 3, rng,  # a tie: c, nearer than b (7.3 vs 8.5)
+                            load={"a": 3, "b": 1, "c": 1}).node == "c"  # type: ignore[union-attr]
     placement = choose_placement("s.test", MEASURED, coords, table, 3, rng)
     assert placement is not None and table.owner(placement.bucket) == placement.node and len(placement.coord) == 2
 
@@ -102,3 +110,28 @@ async def test_seeds_submitted_before_any_node_runs_fall_back_at_once() -> None:
     seeds = _placements(hub, None, wait_s=30.0)
     await asyncio.wait_for(seeds.learn(["s.test"]), 1.0)
     assert seeds.placements["s.test"] == fallback("s.test", M) and await positions_of(hub).asked(0) == []
+
+
+async def test_each_host_is_placed_once_measured_and_hosts_met_meanwhile_are_asked_at_once() -> None:
+    hub = InProcessHub(M)
+    book = positions_of(hub)
+    for node, probe in _probes().items():
+        await book.publish_probe(node, probe)
+    a = _placements(hub, "a", wait_s=3.0)
+    loop = asyncio.get_running_loop()
+    learning = loop.create_task(a.learn(["slow.test", "s.test"]))  # slow.test: nobody measures it for 3 s
+    await asyncio.sleep(0.2)
+    assert a.key("met.test") is None  # a link to a new host, met while the batch before it waits
+    for node, ms in MEASURED.items():
+        await book.publish_latencies(node, {"s.test": ms})
+    started = loop.time()
+    async with asyncio.timeout(2.0):  # s.test is placed as soon as it is measured, slow.test is still waited for
+        while "s.test" not in await book.get_placements() or "met.test" not in await book.asked(0):
+            await asyncio.sleep(0.02)
+    assert loop.time() - started < 1.0 and not learning.done()
+    assert (await book.get_placements())["s.test"].node == "a" and await book.get_load() == {"a": 1}
+    await learning
+    assert a.placements["slow.test"] == fallback("slow.test", M) and a.fallbacks == 1 and a.placed == 1
+    assert (await book.asked(0)).count("met.test") == 1
+    await a.learn(["met.test"])  # asked already: not asked again, and its wait counts from the first ask
+    assert (await book.asked(0)).count("met.test") == 1 and a.placements["met.test"] == fallback("met.test", M)

@@ -6,8 +6,9 @@
 * :func:`choose_placement`: the host's filtered httpping from the nodes that
   measured it places it (:func:`webgather.gnp.place`, the nodes as anchors);
   the nodes that own buckets and have coordinates are the candidates; the host
-  goes to one of its ``k`` nearest, chosen at random (the study's TopK: Top1 is
-  the nearest, Top3 spreads a city's hosts over its nodes for balance); the
+  goes to the least loaded of its ``k`` nearest (the study's TopK: Top1 is the
+  nearest, Top3 spreads a city's hosts over its nodes for balance; the load is
+  the hosts GNP gave each node so far, ties go to the nearer node); the
   bucket is one of that node's buckets, by the host's fingerprint (so a node's
   GNP hosts spread over its buckets, and a later join or leave moves a share of
   them, not all).
@@ -51,8 +52,10 @@ def node_coordinates(probes: Mapping[str, Sequence[float]], n_landmarks: int, di
 
 
 def choose_placement(host: str, measured_ms: Mapping[str, float], coords: Mapping[str, FloatArray],
-                     table: BucketTable, k: int, rng: np.random.Generator) -> Placement | None:
-    """The host's placement, or None when too few nodes measured it (the caller waits or falls back)."""
+                     table: BucketTable, k: int, rng: np.random.Generator, *,
+                     load: Mapping[str, float] | None = None) -> Placement | None:
+    """The host's placement, or None when too few nodes measured it (the caller waits or falls back).
+    ``load``: node -> hosts given to it so far (missing: 0)."""
     candidates = [n for n in table.nodes if n in coords]
     if not candidates:
         lone = table.nodes
@@ -65,7 +68,8 @@ def choose_placement(host: str, measured_ms: Mapping[str, float], coords: Mappin
         return None
     site = gnp.place(np.stack([coords[a] for a in anchors]), np.array([measured_ms[a] for a in anchors]),
                      rng, restarts=0)
-    chosen = candidates[gnp.choose_node(site, np.stack([coords[c] for c in candidates]), k, rng)]
+    loads = [float((load or {}).get(c, 0.0)) for c in candidates]
+    chosen = candidates[gnp.choose_least_loaded(site, np.stack([coords[c] for c in candidates]), k, loads)]
     return _in_node(host, chosen, table, tuple(float(x) for x in site))
 
 

@@ -12,6 +12,8 @@ under the crawl's prefix, beside those listed in :mod:`webgather.cluster.redis`)
 ``gnp:place``         hash host -> placement (``"<bucket> <node> <x,y,..>"``: node
                       ``-`` and no coordinates for the two-stage fallback);
                       ``HSETNX``: the first published wins
+``gnp:load``          hash node -> hosts GNP gave it (``HINCRBY`` by the node whose
+                      placement won): the load Top-K balances
 ====================  ============================================================
 
 Placements are set-if-absent like the shared addresses of ``--partition-by ip``:
@@ -91,6 +93,20 @@ class PositionBook(Protocol):
 
     async def get_placements(self, hosts: Sequence[str] | None = None) -> dict[str, Placement]: ...
 
+    async def add_load(self, hosts_by_node: Mapping[str, int]) -> None:
+        """Count hosts given to nodes (by whoever published the winning placements)."""
+        ...
+
+    async def get_load(self) -> dict[str, int]: ...
+
+
+def _check_load(hosts_by_node: Mapping[str, int]) -> dict[str, int]:
+    for node, count in hosts_by_node.items():
+        common.check_node(node)
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ClusterError(f"a load is a count of hosts >= 0, got {count!r}")
+    return {n: c for n, c in hosts_by_node.items() if c}
+
 
 def _check_ms(latencies: Sequence[float] | Mapping[str, float]) -> None:
     values = latencies.values() if isinstance(latencies, Mapping) else latencies
@@ -119,6 +135,14 @@ class InProcessPositions:
         self.asks: list[str] = []
         self.latencies: dict[str, dict[str, float]] = {}
         self.placements: dict[str, Placement] = {}
+        self.load: dict[str, int] = {}
+
+    async def add_load(self, hosts_by_node: Mapping[str, int]) -> None:
+        for node, count in _check_load(hosts_by_node).items():
+            self.load[node] = self.load.get(node, 0) + count
+
+    async def get_load(self) -> dict[str, int]:
+        return dict(self.load)
 
     async def publish_probe(self, node: str, latencies_ms: Sequence[float]) -> None:
         _check_ms(latencies_ms)
@@ -164,7 +188,21 @@ class RedisPositions:
         self.client = backend.client
         prefix = backend.keys.prefix + "gnp:"
         self.probes_key, self.asks_key, self.place_key = prefix + "probes", prefix + "asks", prefix + "place"
-        self.lat_prefix = prefix + "lat:"
+        self.lat_prefix, self.load_key = prefix + "lat:", prefix + "load"
+
+    async def add_load(self, hosts_by_node: Mapping[str, int]) -> None:
+        counts = _check_load(hosts_by_node)
+        if counts:
+            with self.backend.errors():
+                async with self.client.pipeline(transaction=False) as pipe:
+                    for node, count in counts.items():
+                        pipe.hincrby(self.load_key, node, count)
+                    await pipe.execute()
+
+    async def get_load(self) -> dict[str, int]:
+        with self.backend.errors():
+            raw = await self.client.hgetall(self.load_key)
+        return {_text(k): int(v) for k, v in raw.items()}
 
     async def publish_probe(self, node: str, latencies_ms: Sequence[float]) -> None:
         _check_ms(latencies_ms)

@@ -252,7 +252,7 @@ class ClusterConfig:
     gnp_landmarks: tuple[str, ...] = ()
     """With partition_by "gnp": URLs of small pages (>= 2) every node httppings to place itself (GNP landmarks)."""
     gnp_k: int = 3
-    """With partition_by "gnp": a host goes to one of its K nearest nodes, chosen at random (the study's TopK)."""
+    """With partition_by "gnp": a host goes to the least loaded of its K nearest nodes (the study's TopK)."""
     gnp_dims: int = 2
     """Dimensions of the GNP coordinate space."""
     gnp_samples: int = 5

@@ -8,13 +8,17 @@ in GNP coordinates. Live, on the two-stage mapping (host -> bucket -> node):
   about, and publishes the filtered figures in the crawl's GNP state
   (:mod:`webgather.cluster.positions`).
 * Placing (:class:`GnpPlacements`, this module): a node that meets a host with
-  no placement (a link, a batch or hand-off from another node) asks for it,
+  no placement (a link, a batch or hand-off from another node) asks for it at
+  once (at the next poll, even while the hosts parked before it are being
+  placed: every node measures it meanwhile, in parallel), once per node,
   waits until ``gnp_dims + 1`` nodes of the table measured it (GNP places a host from
   that many anchors, and the nodes that answer first are the near ones: their
   httpping is the shortest; the others' distances are predicted from the
-  coordinates) and every node has coordinates, at most ``gnp_wait_s``,
-  fits the coordinates (:mod:`webgather.cluster.gnp_assign`) and picks one of the
-  K nearest nodes, then one of *that node's buckets*. The placement is
+  coordinates) and every node has coordinates, at most ``gnp_wait_s`` from the ask,
+  fits the coordinates (:mod:`webgather.cluster.gnp_assign`) and picks the least
+  loaded of its K nearest nodes (load: the hosts GNP gave each node, cluster-wide),
+  then one of *that node's buckets*. Each host is published as soon as it is
+  ready, not when the slowest of its batch is. The placement is
   published set-if-absent, like the shared addresses of ``--partition-by ip``:
   the first one published is every node's. A host nobody could measure in time
   (or a seed, submitted before any node runs) gets the two-stage bucket
@@ -46,6 +50,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TypeVar
 
@@ -67,7 +72,7 @@ from webgather.urls import fingerprint
 __all__ = ["GnpPlacements", "running_measurer"]
 
 log = logging.getLogger(__name__)
-POLL_S = 0.02
+POLL_S = 0.05
 """How often a placing node looks whether the others have measured its hosts."""
 T = TypeVar("T")
 
@@ -90,10 +95,18 @@ class GnpPlacements(SharedAddresses):
         """Placements this node published that became the crawl's: by GNP, and fallbacks."""
         self.rng = np.random.default_rng(fingerprint(node or "seeds"))
         self._coords: tuple[dict[str, tuple[float, ...]], dict[str, np.ndarray]] = ({}, {})
+        self._met: dict[str, None] = {}
+        """Hosts :meth:`key` found unplaced, asked for at the next poll (before their turn to be placed)."""
+        self._deadlines: dict[str, float] = {}
+        """Hosts this node asked for -> when it stops waiting for their measurements."""
 
     def key(self, host: str) -> str | None:
         placement = self.placements.get(host)
-        return None if placement is None else bucket_key(placement.bucket, self.cluster.n_buckets)
+        if placement is None:
+            if self.node is not None and host not in self._deadlines:
+                self._met[host] = None  # measured while the hosts parked before it are placed
+            return None
+        return bucket_key(placement.bucket, self.cluster.n_buckets)
 
     async def refresh(self) -> None:
         self.placements.update(await self.positions.get_placements())
@@ -104,37 +117,79 @@ class GnpPlacements(SharedAddresses):
         if missing:
             self.placements.update(await self.positions.get_placements(missing))
             missing = [h for h in missing if h not in self.placements]
-        if missing:
-            mine = await self._place(missing)
-            stored = await self.positions.publish_placements(mine)
-            for host in missing:
-                won = stored[host] == mine[host]
-                self.placed += won and mine[host].node is not None
-                self.fallbacks += won and mine[host].node is None
-            self.placements.update(stored)
+        if missing and (self.node is None or self.table() is None):
+            await self._publish({h: fallback(h, self.cluster.n_buckets) for h in missing})
+        elif missing:
+            await self._place(missing)
 
-    async def _place(self, hosts: list[str]) -> dict[str, Placement]:
-        table = self.table()
-        if self.node is None or table is None:
-            return {h: fallback(h, self.cluster.n_buckets) for h in hosts}
-        await self.positions.ask(hosts)
-        deadline = self.clock.monotonic() + self.cluster.gnp_wait_s
+    async def _place(self, hosts: list[str]) -> None:
+        """Place each host as soon as enough nodes measured it (or its wait is over), publishing
+        as they come: one slow host does not hold the others back."""
+        pending = hosts
         while True:
-            coords = await self._coordinates()
-            measured = await self.positions.get_latencies(hosts)
-            expected = set(table.nodes)
-            quorum = min(len(expected), self.cluster.gnp_dims + 1)
-            if expected <= set(coords) and all(len(expected & set(measured.get(h, {}))) >= quorum for h in hosts):
-                break
-            if self.clock.monotonic() >= deadline:
-                break
+            await self._ask([*pending, *self._met])
+            pending = [h for h in pending if h not in self.placements]
+            table = self.table()
+            if table is None:  # not expected (a node's table never goes back to None): fall back, never hang
+                await self._publish({h: fallback(h, self.cluster.n_buckets) for h in pending})
+                return
+            coords, measured = await self._coordinates(), await self.positions.get_latencies(pending)
+            now = self.clock.monotonic()
+            ready = [h for h in pending if self._deadlines[h] <= now or self._measured(measured.get(h, {}), coords)]
+            if ready:
+                await self._publish(await self._chosen(ready, measured, coords, table))
+                pending = [h for h in pending if h not in self.placements]
+            if not pending:
+                return
             await asyncio.sleep(POLL_S)
-        return {h: self._choose(h, measured.get(h, {}), coords, table) for h in hosts}
+
+    def _measured(self, measured: dict[str, float], coords: dict[str, np.ndarray]) -> bool:
+        """Every node has coordinates and ``gnp_dims + 1`` of them (the nearest: the first to answer)
+        measured the host."""
+        table = self.table()
+        expected = set(table.nodes) if table is not None else set()
+        quorum = min(len(expected), self.cluster.gnp_dims + 1)
+        return expected <= set(coords) and len(expected & set(measured)) >= quorum
+
+    async def _ask(self, hosts: Sequence[str]) -> None:
+        """Ask for the hosts not asked for yet (once per node), unless some node placed them already."""
+        new = [h for h in dict.fromkeys(hosts) if h not in self._deadlines and h not in self.placements]
+        self._met.clear()
+        if not new:
+            return
+        self.placements.update(await self.positions.get_placements(new))
+        new = [h for h in new if h not in self.placements]
+        await self.positions.ask(new)
+        deadline = self.clock.monotonic() + self.cluster.gnp_wait_s
+        self._deadlines.update((h, deadline) for h in new)
+
+    async def _chosen(self, hosts: list[str], measured: dict[str, dict[str, float]], coords: dict[str, np.ndarray],
+                      table: BucketTable) -> dict[str, Placement]:
+        """The placements of ``hosts``, each given to the least loaded of its K nearest nodes."""
+        load: Counter[str] = Counter(await self.positions.get_load() if self.cluster.gnp_k > 1 else {})
+        chosen = {}
+        for host in hosts:
+            chosen[host] = self._choose(host, measured.get(host, {}), coords, table, load)
+            load[chosen[host].node or ""] += 1  # the next host of the batch sees this one
+            if chosen[host].node is None:
+                log.info("GNP: %s measured by %d of %d nodes (%d with coordinates) within gnp_wait_s; "
+                         "it gets the two-stage bucket", host, len(measured.get(host, {})), len(table.nodes), len(coords))
+        return chosen
+
+    async def _publish(self, mine: dict[str, Placement]) -> None:
+        stored = await self.positions.publish_placements(mine)
+        won = Counter(p.node for h, p in mine.items() if stored[h] == p)
+        self.fallbacks += won.pop(None, 0)
+        self.placed += sum(won.values())
+        await self.positions.add_load({n: c for n, c in won.items() if n is not None})
+        self.placements.update(stored)
+        for host in mine:
+            self._deadlines.pop(host, None)
 
     def _choose(self, host: str, measured: dict[str, float], coords: dict[str, np.ndarray],
-                table: BucketTable) -> Placement:
+                table: BucketTable, load: Counter[str]) -> Placement:
         try:
-            placement = choose_placement(host, measured, coords, table, self.cluster.gnp_k, self.rng)
+            placement = choose_placement(host, measured, coords, table, self.cluster.gnp_k, self.rng, load=load)
         except (WebgatherError, ArithmeticError, ValueError, np.linalg.LinAlgError) as exc:  # a bad fit: not fatal
             log.warning("GNP: cannot place %s (%s); it gets the two-stage bucket", host, exc)
             placement = None
