@@ -21,7 +21,7 @@ from typing import Any
 
 from cluster_crawl_helpers import cluster_config, small_web, write_toml
 from cluster_process_helpers import kill_tree
-from durability_helpers import _archived, _final, _log_entries, _start
+from durability_helpers import _start, archived_urls, final_entries, log_entries
 from fault_figures import fetched_twice
 
 from webgather.cluster.embedded import EmbeddedRedis
@@ -149,7 +149,7 @@ class Cluster:
         await self.wait_for(up, timeout_s, every_s=0.05)
 
     def pages(self, node: str) -> int:
-        return len(_final(_log_entries(self.out(node) / "nodes" / node / "crawl.log.jsonl")))
+        return len(final_entries(log_entries(self.out(node) / "nodes" / node / "crawl.log.jsonl")))
 
     async def wait_pages(self, node: str, n: int, timeout_s: float) -> None:
         async with asyncio.timeout(timeout_s):
@@ -201,9 +201,9 @@ async def cluster(tmp: Path, *, n_hosts: int = 24, min_delay_s: float = 0.25, **
 def _result(c: Cluster, expected: Any, counters: dict[str, int], ended: float) -> Result:
     want = {u for u in expected.fetched if expected.outcomes[u].status is not None}
     nodes = sorted({key.split("#")[0] for key in c.procs})
-    found, _mismatch = _archived(c.tmp, open_store(c.store_url), [c.out(n) for n in nodes if n not in c.gone])
-    every = [e for n in nodes if n not in c.gone for e in _log_entries(c.out(n) / "nodes" / n / "crawl.log.jsonl")]
-    entries = _final(every)
+    found, _mismatch = archived_urls(c.tmp, open_store(c.store_url), [c.out(n) for n in nodes if n not in c.gone])
+    every = [e for n in nodes if n not in c.gone for e in log_entries(c.out(n) / "nodes" / n / "crawl.log.jsonl")]
+    entries = final_entries(every)
     last = max((float(e["fetched_at"]) for e in entries), default=c.started) - c.started
     outputs = {key: (c.tmp / f"{key.replace('#', '-')}.log").read_text(errors="replace") for key in c.procs}
     missing = sorted(want - found)
