@@ -8,6 +8,7 @@ page, as a sitemap, or not at all.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from webgather.config import CrawlConfig
@@ -45,11 +46,12 @@ def decide(item: CrawlItem, result: FetchResult, config: CrawlConfig, now_wall: 
     """The contract's rules for one result of one attempt of ``item``."""
     status, error = result.status, result.error
     transient = is_transient(result)
-    after_s = retry_after_s(result, now_wall, max_s=config.politeness.retry_after_max_s)
-    if after_s is not None and after_s > config.politeness.backoff_max_s:
+    limit_s = config.politeness.retry_after_max_s
+    after_s = retry_after_s(result, now_wall, max_s=math.inf)
+    if after_s is not None and after_s > limit_s:
         # waiting that long would hold the URL, its host and the crawl's end: give the URL up, and
-        # hold its host no longer than the longest back-off
-        return Decision(error=error or "retry_after", host_error=True, retry_after_s=config.politeness.backoff_max_s)
+        # hold its host no longer than the limit
+        return Decision(error=error or "retry_after", host_error=True, retry_after_s=limit_s)
     if transient and item.attempt < config.fetch.max_retries:
         return Decision(retry=True, error=error, host_error=True, retry_after_s=after_s,
                         retry_in_s=_retry_in_s(item.attempt, after_s, config))

@@ -76,7 +76,7 @@ async def test_a_retry_after_of_5000_digits_is_read_as_long_and_the_503_kept(cli
     config = CrawlConfig()
     decision = decide(CrawlItem(r.url, fingerprint(r.url)), r, config, time.time())
     assert (decision.retry, decision.error) == (False, "retry_after")  # longer than any back-off: given up
-    assert decision.retry_after_s == config.politeness.backoff_max_s
+    assert decision.retry_after_s == config.politeness.retry_after_max_s
 
 
 async def test_endless_1xx_responses_are_protocol_at_once(backend: str) -> None:

@@ -43,8 +43,9 @@ class PolitenessConfig:
     """First backoff after a transient error; doubles per consecutive error."""
     backoff_max_s: float = 600.0
     """Cap on the per-host error backoff."""
-    retry_after_max_s: float = 3600.0
-    """A Retry-After longer than this is clamped to it."""
+    retry_after_max_s: float = 600.0
+    """The longest Retry-After (429/503) waited for: a longer one gives the URL up (error retry_after,
+    the response archived) and holds its host this long, so one answer cannot hold a crawl's end for hours."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,10 +32,10 @@ __all__ = [
 TRANSIENT_ERRORS = frozenset({"timeout", "reset", "truncated", "connect", "proxy_unreachable", "proxy_refused"})
 RETRY_AFTER_STATUSES = frozenset({429, 503})
 DEFAULT_RETRY_AFTER_MAX_S = 3600.0
+"""The default clamp."""
 MAX_DELAY_DIGITS = 12
 """A delay-seconds of more digits (over 30,000 years) is taken as the clamp without converting it:
 ``int`` of a 5,000-digit string raises ValueError."""
-"""The default clamp, as ``politeness.retry_after_max_s``."""
 
 
 def is_transient(result: FetchResult) -> bool:

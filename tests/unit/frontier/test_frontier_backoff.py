@@ -154,13 +154,13 @@ def test_a_bucket_hand_over_takes_a_parked_retry_along_at_once(persistent: bool,
     f.add([_item("http://a.test/busy")], 0.0)
     busy, _ = f.next_ready(0.0)
     assert busy is not None
-    f.retry(busy, 0.0, not_before=3600.0, retry_after_s=3600.0)  # Retry-After: 3600
+    f.retry(busy, 0.0, not_before=500.0, retry_after_s=500.0)  # Retry-After: 500
     assert "a.test" in f.in_flight_items.values()  # a hand-over waits for hosts in flight...
     assert f.parked.release_host("a.test", 1.0) == 1  # ...so the cluster releases it at once
     assert "a.test" not in f.in_flight_items.values() and (f.pending(), f.in_flight()) == (1, 0)
     state = f.export_bucket(f.bucket_for("a.test"))
     assert [(i.url, i.attempt) for i in state.items] == [("http://a.test/busy", 1)]
-    assert state.hosts[0].wait_s == 3600.0  # the host's clock goes along (frontier time: 0)
+    assert state.hosts[0].wait_s == 500.0  # the host's clock goes along (frontier time: 0)
     f.close()
 
 
@@ -198,9 +198,11 @@ def test_decide_waits_for_retry_after_else_the_per_url_exponential_step() -> Non
 
 
 def test_a_retry_after_past_the_longest_back_off_gives_the_url_up_and_caps_the_host_hold() -> None:
-    config = CrawlConfig()  # backoff_max_s 600: an hour's Retry-After held the host and the crawl's end 2 h
+    config = CrawlConfig()  # retry_after_max_s 600: an hour's Retry-After held the host and the crawl's end 2 h
     url = _item("http://a.test/x")
     decision = decide(url, _result(503, (("Retry-After", "3600"),)), config, 0.0)
     assert (decision.retry, decision.error, decision.host_error) == (False, "retry_after", True)
-    assert decision.retry_after_s == config.politeness.backoff_max_s
+    assert decision.retry_after_s == config.politeness.retry_after_max_s == 600.0
+    short_backoff = dataclasses.replace(config, politeness=dataclasses.replace(config.politeness, backoff_max_s=0.1))
+    assert decide(url, _result(429, (("Retry-After", "1"),)), short_backoff, 0.0).retry  # not the back-off's cap
     assert decide(url, _result(503, (("Retry-After", "600"),)), config, 0.0).retry  # within: waited for
