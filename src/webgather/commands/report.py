@@ -23,7 +23,7 @@ NOT_TRIED = frozenset({"robots", "off_scope", "excluded"})
 
 
 def print_summary(summary: dict[str, Any]) -> None:
-    status = ", ".join(f"{k}: {v}" for k, v in summary.get("status", {}).items())
+    status = ", ".join(f"{k}: {v}" for k, v in summary.get("status", {}).items()) or "none"
     errors = ", ".join(f"{k}: {v}" for k, v in summary.get("errors", {}).items()) or "none"
     print(
         f"pages {summary['pages']}  in {summary['wall_s']} s  ({summary['pages_per_s']} pages/s, "
