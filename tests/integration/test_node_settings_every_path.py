@@ -2,7 +2,8 @@
 
 Each path runs a small crawl of a loopback web whose answers take 50 ms, with the node's settings
 spread over the layers: the file says ``fetch.concurrency = 9`` and ``pin_cpu = "off"``, the
-environment says ``fetch.concurrency = 3`` (it wins over the file) and ``fetch.source_address``, a
+environment says ``fetch.concurrency = 3`` (it wins over the file), ``fetch.source_address`` and the
+two crawl settings a node may set for itself (``fetch.proxy``, ``hooks.items``), a
 flag (or, for the API, the environment) sets ``metrics``. Every node's summary must record exactly
 those (``node_settings``), and a one-node path must have kept to 3 requests in flight at the server
 (robots.txt included), with eight hosts' robots.txt owed at once.
@@ -27,9 +28,11 @@ from webgather.testweb.latency import LatencyModel
 from webgather.testweb.params import WebParams, crawl_config_for
 
 PARAMS = WebParams.for_tests(n_hosts=8, mean_pages_per_host=4.0, hosts_per_ip=8, very_slow_s=0.3)
-ENV = {"WEBGATHER_FETCH__CONCURRENCY": "3", "WEBGATHER_FETCH__SOURCE_ADDRESS": "127.0.0.1"}
+ENV = {"WEBGATHER_FETCH__CONCURRENCY": "3", "WEBGATHER_FETCH__SOURCE_ADDRESS": "127.0.0.1",
+       "WEBGATHER_FETCH__PROXY": "direct", "WEBGATHER_HOOKS__ITEMS": "node-items.jsonl"}
 METRICS = "127.0.0.1:0"
-EXPECTED = {"fetch.concurrency": 3, "pin_cpu": "off", "fetch.source_address": "127.0.0.1", "metrics": METRICS}
+EXPECTED = {"fetch.concurrency": 3, "pin_cpu": "off", "fetch.source_address": "127.0.0.1", "metrics": METRICS,
+            "fetch.proxy": "direct", "hooks.items": "node-items.jsonl"}
 NODE_FILE = 'pin_cpu = "off"\n[fetch]\nconcurrency = 9\n'
 """A node's own file: only its settings (the crawl's come from its definition)."""
 
