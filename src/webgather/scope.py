@@ -51,13 +51,15 @@ class Scope:
         return None
 
     def reject_requisite(self, url: str) -> str | None:
-        """:meth:`reject` for a page requisite: no depth, and the host mode only without ``requisites_any_host``."""
+        """:meth:`reject` for a page requisite: no depth, the host mode only without ``requisites_any_host``, and
+        exclude rules but not include rules (those choose pages: ``--include /tutorial/`` keeps ``/_static/``'s
+        stylesheets, as a CDN's are kept)."""
         config = self.config
         if len(url) > config.max_url_length:
             return "url_too_long"
         if not config.requisites_any_host and not self.url_allowed(url):
             return "off_scope"
-        if self._filters and self.rules.excluded(url):
+        if self._filters and self.rules.excluded(url, includes=False):
             return "excluded"
         if _repeats_segment(path_of(url), config.max_repeated_segments):
             return "trap"

@@ -62,8 +62,9 @@ class UrlRules:
         """Any include or exclude rule is given."""
         return bool(self.include or self.exclude) or self.include_surt is not None or self.exclude_surt is not None
 
-    def excluded(self, url: str) -> bool:
-        """Canonical ``url`` is excluded by an exclude rule, or matches none of the include rules."""
+    def excluded(self, url: str, *, includes: bool = True) -> bool:
+        """Canonical ``url`` is excluded by an exclude rule, or matches none of the include rules (those only
+        when ``includes``: a page requisite is not held to them, see :meth:`webgather.scope.Scope.reject_requisite`)."""
         key = ""
         if self.include_surt is not None or self.exclude_surt is not None:
             key = surt(url if self.surt_query else url.partition("?")[0])
@@ -71,7 +72,7 @@ class UrlRules:
             return True
         if self.exclude_surt is not None and self.exclude_surt.match(key):
             return True
-        if not self.include and self.include_surt is None:
+        if not includes or (not self.include and self.include_surt is None):
             return False
         return not (any(pattern.search(url) for pattern in self.include)
                     or (self.include_surt is not None and self.include_surt.match(key) is not None))

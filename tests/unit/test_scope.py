@@ -127,3 +127,11 @@ def test_seed_hosts_key_on_host_and_port() -> None:
     v6 = Scope(ScopeConfig(mode="seed-hosts"), ["http://[2001:db8::1]:8080/"])
     assert v6.reject("http://[2001:db8::1]:8080/a", 1) is None
     assert v6.reject("http://[2001:db8::1]:9090/a", 1) == "off_scope"
+
+
+def test_a_requisite_is_held_to_exclude_rules_but_not_include_rules() -> None:
+    s = scope(include=("/docs/",), exclude=(r"\.woff2$",), include_surt=("com,ex)/docs",))
+    assert s.reject("http://ex.com/static/site.css", 0) == "excluded"  # a page outside the includes
+    assert s.reject_requisite("http://ex.com/static/site.css") is None  # its stylesheet is fetched
+    assert s.reject_requisite("http://cdn.ex.net/lib.js") is None  # as a CDN's is
+    assert s.reject_requisite("http://ex.com/docs/font.woff2") == "excluded"

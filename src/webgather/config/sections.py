@@ -135,7 +135,8 @@ class ScopeConfig:
     """A URL whose path repeats one segment more than this is a trap and skipped."""
     include: tuple[str, ...] = ()
     """Regular expressions (Python re, searched in the canonical URL): when this or include_surt is given, a URL
-    must match one of them to be followed (seeds too). In WEBGATHER_SCOPE__INCLUDE one per line, not comma-separated."""
+    must match one of them to be followed (seeds too; a page's requisites need not). In WEBGATHER_SCOPE__INCLUDE one
+    per line, not comma-separated."""
     exclude: tuple[str, ...] = ()
     """Regular expressions: a canonical URL that one of them matches (re.search) is not followed; exclude wins
     over include. Skipped URLs are counted as "excluded" (Scope.reject). Env: one per line."""
@@ -151,11 +152,12 @@ class ScopeConfig:
     requisites: bool = True
     """Fetch what a page needs to be shown (images, stylesheets and what they load, scripts, fonts, icons) as
     requisites: not pages (no links followed, not in the link graph), counted apart. --no-requisites: pages only."""
-    requisite_hops: int = 3
-    """Requisite hops after a page (Heritrix's E): 3 reaches page -> stylesheet -> @import -> its image. At most 5."""
+    requisite_hops: int = 5
+    """Requisite hops after a page (Heritrix's E), at most 5: 5 reaches page -> stylesheet -> three @imports -> an image,
+    as Sphinx's classic theme needs (pydoctheme.css -> default.css -> classic.css -> basic.css -> file.png)."""
     requisites_any_host: bool = True
     """Requisites of an in-scope page are fetched from any host (a CDN), past the host mode; false: the host mode
-    applies to them too. Depth does not apply; length, exclude rules and the trap guard do."""
+    applies to them too. Depth and include rules do not apply; length, exclude rules and the trap guard do."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -137,13 +137,17 @@ def test_requisites_are_their_own_items_past_the_host_mode_and_keep_their_kind_t
     html_requisite = extract(css, result, Decision(parse="page"), Scope(ScopeConfig(), [BASE]), HostFingerprints(),
                              RoutedUrls())
     assert html_requisite.items == [] and html_requisite.link_records is None  # not a page: no links, no graph
-    last = CrawlItem("http://a.test/x.css", fingerprint("http://a.test/x.css"), kind="requisite3")
+    last = CrawlItem("http://a.test/x.css", fingerprint("http://a.test/x.css"), kind="requisite5")
     sheet = FetchResult(url=last.url, started_at=0.0, elapsed_s=0.01, status=200,
                         response_headers=(("Content-Type", "text/css"),), raw_body=b"a{b:url(c.png)}", body=b"a{b:url(c.png)}")
     assert extract(last, sheet, Decision(), Scope(ScopeConfig(), [BASE]), HostFingerprints(), RoutedUrls()).items == []
-    second = replace(last, kind="requisite2")
-    assert [(i.url, i.kind) for i in extract(second, sheet, Decision(), Scope(ScopeConfig(), [BASE]), HostFingerprints(),
-                                             RoutedUrls()).items] == [("http://a.test/c.png", "requisite3")]
+    # by default as deep as Sphinx's classic theme: page -> pydoctheme.css -> default.css -> classic.css -> basic.css
+    # -> file.png
+    fourth = replace(last, kind="requisite4")
+    assert [(i.url, i.kind) for i in extract(fourth, sheet, Decision(), Scope(ScopeConfig(), [BASE]), HostFingerprints(),
+                                             RoutedUrls()).items] == [("http://a.test/c.png", "requisite5")]
+    three = Scope(ScopeConfig(requisite_hops=3), [BASE])
+    assert extract(replace(last, kind="requisite3"), sheet, Decision(), three, HostFingerprints(), RoutedUrls()).items == []
 
 
 def test_under_opic_requisites_carry_no_cash() -> None:
