@@ -41,7 +41,7 @@ from webgather.cluster.transport import Backend
 from webgather.cluster.wire import encode_batch
 from webgather.config import CrawlConfig
 from webgather.config.local import local_of
-from webgather.errors import ClusterError, IncompatibleCrawl, StoreError, WriteFailed
+from webgather.errors import CannotContinue, ClusterError, IncompatibleCrawl, StoreError, WriteFailed
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
@@ -154,9 +154,14 @@ async def start_cycle(backend: Backend, config: CrawlConfig, seeds: Sequence[str
 
 
 
-async def join_crawl(backend: Backend, *, n_buckets: int | None = None) -> CrawlDefinition:
-    """The crawl's stored definition, registered for this node (``runtime.launch`` adds the node's settings)."""
+async def join_crawl(backend: Backend, *, n_buckets: int | None = None, has_state: bool = False) -> CrawlDefinition:
+    """The crawl's stored definition, registered for this node (``runtime.launch`` adds the node's settings).
+    ``has_state``: this node's output already holds the crawl's state, so a crawl the backend does not know
+    is data the backend lost (CannotContinue), not a crawl never started (a usage error)."""
     found = await definitions.read(backend)
+    if found is None and has_state:
+        raise CannotContinue("the backend has no data of this crawl, but this node's output holds its state: "
+                             "Redis lost the crawl's data (flushed, or restarted without persistence)")
     if found is None:
         raise ClusterError("no crawl of that name has been started: start it with "
                            "webgather crawl SEED... --redis URL --crawl NAME")
