@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +98,39 @@ async def test_a_store_that_refuses_the_last_files_at_sigterm_is_a_store_outage_
 
     with pytest.raises(WriteFailed):
         await ship_last(DiskFull(), "n1")  # type: ignore[arg-type]
+
+
+async def test_a_node_whose_backend_goes_away_in_its_first_steps_waits_and_crawls(tmp_path: Path) -> None:
+    """Redis away while the node adopts the table and enters the run (before its loops' outage handling):
+    the node waits as in an outage and then crawls the whole closure, instead of stopping with exit 2."""
+    from cluster_crawl_helpers import cluster_config, fetch_entries, small_web
+
+    from webgather.cluster.inprocess import InProcessHub
+    from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
+    from webgather.testweb import TestWebServer, WebModel, closure
+
+    params = small_web()
+    model = WebModel(params)
+    out = tmp_path / "crawl"
+    async with TestWebServer(model) as srv:
+        config = cluster_config(params, out, srv.write_resolve_file(tmp_path / "resolve.txt"), n_buckets=16)
+        seeds = [srv.home_url(0)]
+        hub = InProcessHub(16)
+        crawl = await start_crawl(hub, config, seeds, nodes=["a"])
+        coordinator, failures = hub.coordinator(), {"get_table": 2, "counters": 2}
+        for name in failures:
+            real = getattr(coordinator, name)
+
+            async def flaky(*args: Any, _name: str = name, _real: Any = real, **kwargs: Any) -> Any:
+                if failures[_name] > 0:
+                    failures[_name] -= 1
+                    raise BackendUnavailable("cannot reach Redis at redis://127.0.0.1:1: Connection closed by server.")
+                return await _real(*args, **kwargs)
+
+            setattr(coordinator, name, flaky)
+        async with asyncio.timeout(60):
+            summary = await run_cluster_node(hub, crawl.crawl_config(out_dir=str(out)), node_id="a",
+                                             nodes_dir=out / "nodes", epoch=crawl.epoch)
+    assert failures == {"get_table": 0, "counters": 0}
+    assert summary["end"] == "done"
+    assert {e["url"] for e in fetch_entries(out)} == closure(model, seeds, config)

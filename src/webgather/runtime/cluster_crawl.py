@@ -195,7 +195,8 @@ async def _run_signalled(backend: Backend, config: CrawlConfig, *, node_id: str,
                          hooks: HookFunctions | None) -> dict[str, Any]:
     """:func:`run_cluster_node`'s body, with ``signals`` (None: not handled) already caught."""
     node_dir = node_dir if node_dir is not None else nodes_dir / node_id
-    addresses, frontier_cls, spec, config = await _prepare(backend, config, node_id)
+    addresses, frontier_cls, spec, config = await within_outage(
+        lambda: _prepare(backend, config, node_id), node=node_id, max_outage_s=config.cluster.max_outage_s)
     store = await _claimed_store(config, epoch, node_id)
     with NodeLock(node_dir):
         summary: dict[str, Any] = {}
