@@ -246,5 +246,9 @@ async def test_a_node_whose_out_holds_the_crawl_stops_when_redis_lost_its_data(t
         code, err = await _node_command("node", "--redis", server.url, "--crawl", "c1", "--out",
                                         str(tmp_path / "crawl"))
         assert code == 6 and err.count("\n") == 1 and "Redis lost the crawl's data" in err, err
+        (tmp_path / "restarted" / "nodes" / "n9" / "state").mkdir(parents=True)  # a node's own state, no definition
+        code, err = await _node_command("node", "--redis", server.url, "--crawl", "c1", "--node-id", "n9", "--out",
+                                        str(tmp_path / "restarted"))
+        assert code == 6 and err.count("\n") == 1 and "Redis lost the crawl's data" in err, err
         code, err = await _node_command("node", "--redis", server.url, "--crawl", "c1", "--out", str(tmp_path / "new"))
         assert code == 2 and err.count("\n") == 1 and "no crawl of that name" in err, err

@@ -144,7 +144,7 @@ async def _connect_and_join(args: argparse.Namespace) -> tuple[Any, Any]:
     """The backend and the crawl's definition, for this node: retried while Redis is unreachable for up to
     ``max_outage_s`` (the crawl's definition kept in this node's ``--out``, else ``WEBGATHER_*`` and the
     defaults), then CannotContinue (exit 6)."""
-    from webgather.cluster.definition import read_saved
+    from webgather.cluster.definition import read, read_saved
     from webgather.cluster.patience import within_outage
     from webgather.cluster.redis import check_url
     from webgather.config import load
@@ -153,11 +153,15 @@ async def _connect_and_join(args: argparse.Namespace) -> tuple[Any, Any]:
     check_url(args.redis)  # a malformed URL is a bad command line at once, not an outage
     saved = read_saved(args.out)
     patience = (saved.crawl_config() if saved is not None else load()).cluster.max_outage_s
+    # the crawl existed for this node: its --out holds the crawl's state, or a try below saw its definition
+    known = saved is not None or (Path(args.out) / "nodes" / args.node_id / "state").is_dir()
 
     async def step() -> tuple[Any, Any]:
+        nonlocal known
         backend = await connect_crawl(args.redis, args.crawl, args.buckets)
         try:
-            return backend, await join_crawl(backend, n_buckets=args.buckets, has_state=saved is not None)
+            known = known or await read(backend) is not None
+            return backend, await join_crawl(backend, n_buckets=args.buckets, has_state=known)
         except BaseException:
             await backend.aclose()
             raise
