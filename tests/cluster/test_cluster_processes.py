@@ -141,9 +141,23 @@ async def _node_command(*args: str) -> tuple[int, str]:
     return proc.returncode, err.decode()
 
 
+async def _node_command_env(env: dict[str, str], *args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "webgather", *args, env={**os.environ, **env},
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode is not None
+    return proc.returncode, err.decode()
+
+
 async def test_an_unreachable_redis_is_one_clear_line(tmp_path: Path) -> None:
-    code, err = await _node_command("node", "--redis", "redis://127.0.0.1:1", "--crawl", "c", "--out", str(tmp_path))
-    assert code == 2 and err.count("\n") == 1 and "cannot reach Redis at redis://127.0.0.1:1" in err
+    """An outage is not a bad command line: the node retries for max_outage_s, then stops with exit 6."""
+    code, err = await _node_command_env({"WEBGATHER_CLUSTER__MAX_OUTAGE_S": "1.5"}, "node", "--redis",
+                                        "redis://127.0.0.1:1", "--crawl", "c", "--out", str(tmp_path))
+    lines = err.splitlines()
+    assert code == 6, err
+    assert len([line for line in lines if "pausing and retrying for up to 1.5 s" in line]) == 1
+    assert lines[-1].startswith("webgather: error:") and "unavailable for more than 1.5 s" in lines[-1]
+    assert "cannot reach Redis at redis://127.0.0.1:1" in lines[-1]
     code, err = await _node_command("node", "--redis", "nonsense://x", "--crawl", "c", "--out", str(tmp_path))
     assert code == 2 and err.count("\n") == 1 and err.startswith("webgather: error:")
 
@@ -217,3 +231,24 @@ async def test_a_node_process_joins_a_running_crawl_and_leaves_on_sigterm(tmp_pa
     assert {e["url"] for e in entries} == closure(model, seeds, config)
     assert duplicates(entries) == {}
     assert max(max_in_flight(records, lambda r: r.host).values()) == 1
+
+
+async def test_a_node_whose_out_holds_the_crawl_stops_when_redis_lost_its_data(tmp_path: Path) -> None:
+    """After a FLUSHALL (or a restart without persistence) a node with state of its own says the backend lost
+    the crawl's data and exits 6; a node with no state of the crawl keeps the usage error (exit 2)."""
+    from webgather.cluster import definition
+    from webgather.cluster.embedded import EmbeddedRedis
+
+    config = cluster_config(small_web(), tmp_path / "crawl", tmp_path / "none.txt", n_buckets=M)
+    (tmp_path / "crawl").mkdir()
+    definition.save(tmp_path / "crawl", definition.CrawlDefinition.of(config, ["http://h0001.web.test/"], 1.0))
+    with EmbeddedRedis(tmp_path / "redis") as server:
+        code, err = await _node_command("node", "--redis", server.url, "--crawl", "c1", "--out",
+                                        str(tmp_path / "crawl"))
+        assert code == 6 and err.count("\n") == 1 and "Redis lost the crawl's data" in err, err
+        (tmp_path / "restarted" / "nodes" / "n9" / "state").mkdir(parents=True)  # a node's own state, no definition
+        code, err = await _node_command("node", "--redis", server.url, "--crawl", "c1", "--node-id", "n9", "--out",
+                                        str(tmp_path / "restarted"))
+        assert code == 6 and err.count("\n") == 1 and "Redis lost the crawl's data" in err, err
+        code, err = await _node_command("node", "--redis", server.url, "--crawl", "c1", "--out", str(tmp_path / "new"))
+        assert code == 2 and err.count("\n") == 1 and "no crawl of that name" in err, err

@@ -173,3 +173,20 @@ async def test_an_exhausted_connection_pool_waits_then_is_its_own_error_not_an_o
         for connection in held:
             await pool.release(connection)
         assert await coordinator.incr("x") == 2
+
+
+async def test_a_send_on_a_closed_transport_is_an_outage_not_a_traceback(server: EmbeddedRedis) -> None:
+    """After a link reset redis-py can raise ``RuntimeError: unable to perform operation on <TCPTransport
+    closed=True ...>; the handler is closed``; the boundary makes it BackendUnavailable (the outage path)."""
+    closed = "unable to perform operation on <TCPTransport closed=True reading=False 0x7f>; the handler is closed"
+
+    async def reset(*args: object, **kwargs: object) -> object:
+        raise RuntimeError(closed)
+
+    async with await RedisBackend.connect(server.url, "closedlink", 4) as backend:
+        backend.scripts["SEND"] = reset  # type: ignore[assignment]
+        with pytest.raises(BackendUnavailable, match="handler is closed"):
+            await backend.transport("n1").send(0, b"x")
+        with pytest.raises(RuntimeError, match="something else"):  # a bug of ours stays a bug
+            with backend.errors():
+                raise RuntimeError("something else")

@@ -76,7 +76,7 @@ from webgather.cluster.transport import Delivery
 from webgather.errors import BackendBusy, BackendUnavailable, CannotContinue, ClusterError
 from webgather.clock import Clock, SystemClock
 
-__all__ = ["GROUP", "RedisBackend", "RedisCoordinator", "RedisTransport", "redact_url"]
+__all__ = ["GROUP", "RedisBackend", "RedisCoordinator", "RedisTransport", "check_url", "redact_url"]
 
 GROUP = "wg"
 INTEREST_TTL_MS = 600_000
@@ -89,6 +89,9 @@ POOL_CONNECTIONS = 128
 hand-off's sends, the router's flush) plus the loops; beyond the pool a command waits (up to the socket
 timeout) for a free connection instead of failing with "Too many connections" as redis-py's default pool did."""
 _ID = re.compile(r"[0-9]{1,20}-[0-9]{1,20}")
+_CLOSED = re.compile(r"\bclosed\b|not connected", re.IGNORECASE)
+"""A RuntimeError of redis-py or asyncio about a connection's state (e.g. ``unable to perform operation on
+<TCPTransport closed=True ...>; the handler is closed``): the link is gone, an outage."""
 
 
 @contextmanager
@@ -105,6 +108,28 @@ def _translated(where: str) -> Iterator[None]:
         raise BackendUnavailable(f"cannot reach Redis at {where}: {_line(exc)}") from None
     except rex.RedisError as exc:
         raise ClusterError(f"Redis at {where} refused a command: {_line(exc)}") from None
+    except RuntimeError as exc:
+        if not _CLOSED.search(str(exc)):
+            raise
+        # a link reset mid-command: redis-py writes to a transport asyncio (uvloop) already closed
+        raise BackendUnavailable(f"cannot reach Redis at {where}: connection closed: {_line(exc)}") from None
+
+
+def _pool(url: str, timeout: float) -> aioredis.BlockingConnectionPool:
+    """The client's pool of ``url`` (no connection made yet); a malformed URL raises BackendUnavailable."""
+    try:
+        return aioredis.BlockingConnectionPool.from_url(
+            url, protocol=2, socket_timeout=timeout, socket_connect_timeout=min(timeout, 5.0),
+            retry=Retry(ExponentialBackoff(cap=0.1, base=0.02), 2), max_connections=POOL_CONNECTIONS,
+            timeout=timeout,
+        )
+    except (ValueError, TypeError) as exc:
+        raise BackendUnavailable(f"bad Redis URL {redact_url(url)}: {_line(exc)}") from None
+
+
+def check_url(url: str) -> None:
+    """Raise BackendUnavailable at once if ``url`` is not a Redis URL (before any wait for the server)."""
+    _pool(url, 1.0)
 
 
 def _text(raw: bytes | str) -> str:
@@ -144,15 +169,7 @@ class RedisBackend:
             raise ClusterError(f"n_buckets must be in 1..{MAX_BUCKETS}, got {n_buckets!r}")
         timeout = common.check_seconds("socket_timeout_s", socket_timeout_s, positive=True)
         where = redact_url(url)
-        try:
-            pool = aioredis.BlockingConnectionPool.from_url(
-                url, protocol=2, socket_timeout=timeout, socket_connect_timeout=min(timeout, 5.0),
-                retry=Retry(ExponentialBackoff(cap=0.1, base=0.02), 2), max_connections=POOL_CONNECTIONS,
-                timeout=timeout,
-            )
-            client = aioredis.Redis.from_pool(pool)
-        except (ValueError, TypeError) as exc:
-            raise BackendUnavailable(f"bad Redis URL {where}: {_line(exc)}") from None
+        client = aioredis.Redis.from_pool(_pool(url, timeout))
         backend = cls(client, crawl, n_buckets, where, clock or SystemClock(), timeout / 2)
         backend.url = url
         try:

@@ -129,11 +129,44 @@ async def connect_crawl(url: str, crawl: str, n_buckets: int | None) -> Any:
     from webgather.cluster.redis import RedisBackend
 
     backend = await RedisBackend.connect(url, crawl, n_buckets or DEFAULT_BUCKETS)
-    found = await definition.read(backend)
+    try:
+        found = await definition.read(backend)
+    except BaseException:
+        await backend.aclose()
+        raise
     if found is not None and n_buckets is None and found.n_buckets != backend.n_buckets:
         await backend.aclose()
         backend = await RedisBackend.connect(url, crawl, found.n_buckets)
     return backend
+
+
+async def _connect_and_join(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The backend and the crawl's definition, for this node: retried while Redis is unreachable for up to
+    ``max_outage_s`` (the crawl's definition kept in this node's ``--out``, else ``WEBGATHER_*`` and the
+    defaults), then CannotContinue (exit 6)."""
+    from webgather.cluster.definition import read, read_saved
+    from webgather.cluster.patience import within_outage
+    from webgather.cluster.redis import check_url
+    from webgather.config import load
+    from webgather.runtime.cluster_crawl import join_crawl
+
+    check_url(args.redis)  # a malformed URL is a bad command line at once, not an outage
+    saved = read_saved(args.out)
+    patience = (saved.crawl_config() if saved is not None else load()).cluster.max_outage_s
+    # the crawl existed for this node: its --out holds the crawl's state, or a try below saw its definition
+    known = saved is not None or (Path(args.out) / "nodes" / args.node_id / "state").is_dir()
+
+    async def step() -> tuple[Any, Any]:
+        nonlocal known
+        backend = await connect_crawl(args.redis, args.crawl, args.buckets)
+        try:
+            known = known or await read(backend) is not None
+            return backend, await join_crawl(backend, n_buckets=args.buckets, has_state=known)
+        except BaseException:
+            await backend.aclose()
+            raise
+
+    return await within_outage(step, node=args.node_id, max_outage_s=patience)
 
 
 def _local(args: argparse.Namespace) -> dict[str, Any]:
@@ -150,10 +183,9 @@ async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
     from webgather.runtime.launch import launch_node
 
     node_id, local = args.node_id, _local(args)
-    backend = await connect_crawl(args.redis, args.crawl, args.buckets)
+    backend, found = await _connect_and_join(args)
     try:
         while True:
-            found = await join_crawl(backend, n_buckets=args.buckets)
             summary = await launch_node(backend, found, local, node_id=node_id, out=Path(args.out))
             spec = await current_cycle(backend)
             if args.once or summary["end"] != "done" or spec is None or not spec.continuous:
@@ -162,6 +194,7 @@ async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
                   flush=True)
             if not await _next_run(backend):
                 return summary
+            found = await join_crawl(backend, n_buckets=args.buckets)
     finally:
         await backend.aclose()
 
@@ -219,15 +252,25 @@ def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[
 
 
 async def _start_and_run(args: argparse.Namespace, config: CrawlConfig, seeds: list[str]) -> dict[str, Any]:
-    from webgather.cluster.redis import RedisBackend
+    from webgather.cluster.patience import within_outage
+    from webgather.cluster.redis import RedisBackend, check_url
     from webgather.config.local import local_of
     from webgather.runtime.cluster_crawl import start_crawl
     from webgather.runtime.launch import launch_node
 
-    backend = await RedisBackend.connect(args.redis, args.crawl, config.cluster.n_buckets)
+    node = args.node_id or default_node_id()
+    check_url(args.redis)  # a malformed URL is a bad command line at once, not an outage
+
+    async def step() -> tuple[RedisBackend, Any]:
+        backend = await RedisBackend.connect(args.redis, args.crawl, config.cluster.n_buckets)
+        try:
+            return backend, await start_crawl(backend, config, seeds, nodes=[node])
+        except BaseException:
+            await backend.aclose()
+            raise
+
+    backend, found = await within_outage(step, node=node, max_outage_s=config.cluster.max_outage_s)
     try:
-        node = args.node_id or default_node_id()
-        found = await start_crawl(backend, config, seeds, nodes=[node])
         return await launch_node(backend, found, local_of(config), node_id=node, out=Path(config.out_dir))
     finally:
         await backend.aclose()

@@ -36,12 +36,13 @@ from webgather.cluster import definition as definitions
 from webgather.cluster._common import check_node
 from webgather.cluster.definition import CrawlDefinition, CycleSpec, publish_cycle, read_cycle
 from webgather.cluster.mapping import bucket_of, initial
+from webgather.cluster.patience import within_outage
 from webgather.cluster.router import send_retrying
 from webgather.cluster.transport import Backend
 from webgather.cluster.wire import encode_batch
 from webgather.config import CrawlConfig
 from webgather.config.local import local_of
-from webgather.errors import ClusterError, IncompatibleCrawl, StoreError, WriteFailed
+from webgather.errors import CannotContinue, ClusterError, IncompatibleCrawl, StoreError, WriteFailed
 from webgather.fetch.resolver import Resolver
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
@@ -64,8 +65,8 @@ from webgather.store.shared import SharedStore, claim_store, open_store
 from webgather.store.summary import record_run
 from webgather.urls import host_key
 
-__all__ = ["CYCLE", "current_cycle", "join_crawl", "partition_of", "run_cluster_node", "start_crawl", "start_cycle",
-           "submit_seeds"]
+__all__ = ["CYCLE", "current_cycle", "join_crawl", "partition_of", "run_cluster_node", "ship_last", "start_crawl",
+           "start_cycle", "submit_seeds"]
 
 SEED_SENDER = "seeds"
 CYCLE = "recrawl.cycle"
@@ -154,9 +155,14 @@ async def start_cycle(backend: Backend, config: CrawlConfig, seeds: Sequence[str
 
 
 
-async def join_crawl(backend: Backend, *, n_buckets: int | None = None) -> CrawlDefinition:
-    """The crawl's stored definition, registered for this node (``runtime.launch`` adds the node's settings)."""
+async def join_crawl(backend: Backend, *, n_buckets: int | None = None, has_state: bool = False) -> CrawlDefinition:
+    """The crawl's stored definition, registered for this node (``runtime.launch`` adds the node's settings).
+    ``has_state``: this node's output already holds the crawl's state, so a crawl the backend does not know
+    is data the backend lost (CannotContinue), not a crawl never started (a usage error)."""
     found = await definitions.read(backend)
+    if found is None and has_state:
+        raise CannotContinue("the backend has no data of this crawl, but this node's output holds its state: "
+                             "Redis lost the crawl's data (flushed, or restarted without persistence)")
     if found is None:
         raise ClusterError("no crawl of that name has been started: start it with "
                            "webgather crawl SEED... --redis URL --crawl NAME")
@@ -189,8 +195,9 @@ async def _run_signalled(backend: Backend, config: CrawlConfig, *, node_id: str,
                          hooks: HookFunctions | None) -> dict[str, Any]:
     """:func:`run_cluster_node`'s body, with ``signals`` (None: not handled) already caught."""
     node_dir = node_dir if node_dir is not None else nodes_dir / node_id
-    addresses, frontier_cls, spec, config = await _prepare(backend, config, node_id)
-    store = await _claimed_store(config, epoch)
+    addresses, frontier_cls, spec, config = await within_outage(
+        lambda: _prepare(backend, config, node_id), node=node_id, max_outage_s=config.cluster.max_outage_s)
+    store = await _claimed_store(config, epoch, node_id)
     with NodeLock(node_dir):
         summary: dict[str, Any] = {}
         try:
@@ -212,7 +219,7 @@ async def _run_signalled(backend: Backend, config: CrawlConfig, *, node_id: str,
                 _write_failed_summary(node_dir, summary, exc)
             raise
         if checkpoints is not None:  # the archive is closed now: ship its last files
-            await asyncio.to_thread(checkpoints.ship_all)
+            await ship_last(checkpoints, node_id)
             summary["shared_store"] = dict(checkpoints.counts)
         summary = record_run(node_dir, summary)  # the crawl's totals across its runs
     if node.failure is not None:
@@ -262,13 +269,27 @@ async def _measured(node: ClusterNode, addresses: SharedAddresses | None,
     return await running
 
 
-async def _claimed_store(config: CrawlConfig, epoch: float) -> SharedStore | None:
-    """The crawl's shared store, claimed for this crawl (None without ``--shared-store``)."""
+async def _claimed_store(config: CrawlConfig, epoch: float, node_id: str) -> SharedStore | None:
+    """The crawl's shared store, claimed for this crawl (None without ``--shared-store``). A store that
+    cannot be reached is waited for as in an outage: up to ``max_outage_s``, then CannotContinue."""
     if not config.cluster.shared_store:
         return None
     store = await asyncio.to_thread(open_store, config.cluster.shared_store)
-    await asyncio.to_thread(claim_store, store, epoch)
+    await within_outage(lambda: asyncio.to_thread(claim_store, store, epoch), node=node_id,
+                        max_outage_s=config.cluster.max_outage_s, what="shared store", retry=(StoreError,))
     return store
+
+
+async def ship_last(checkpoints: Checkpointer, node_id: str) -> None:
+    """Ship the closed archive's last files. A shared store that refuses them (full, read-only, down) stops
+    the node as a store outage does (CannotContinue, exit 6): the files stay in the node's directory."""
+    try:
+        await asyncio.to_thread(checkpoints.ship_all)
+    except WriteFailed:
+        raise
+    except StoreError as exc:
+        raise CannotContinue(f"node {node_id}: the shared store cannot take this node's last files ({exc}); "
+                             "they stay in its directory") from None
 
 
 async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] | None,

@@ -55,6 +55,7 @@ from webgather.cachepolicy import make_cache
 from webgather.cluster.handoff import Ownership
 from webgather.cluster.membership import ALIVE, Coordinating
 from webgather.cluster.outage import Outage
+from webgather.cluster.patience import within_outage
 from webgather.cluster.router import Router
 from webgather.cluster.transport import Backend, UrlTransport
 from webgather.errors import BackendUnavailable, CannotContinue, WriteFailed
@@ -230,11 +231,8 @@ class ClusterNode:
     # -- run ------------------------------------------------------------------------------
     async def run(self) -> dict[str, Any]:
         started = time.process_time(), self.parts.clock.monotonic()
-        await self._start()
-        runs = (await self.coordinator.counters()).get("runs", 0)
-        await self.coordinator.incr(f"{ALIVE}{runs}.{self.node_id}")
-        await self._beat()
-        await self._read_table()  # the lease counts from here: the first fetches need not wait a beat
+        await within_outage(self._start, node=self.node_id, max_outage_s=self.cfg.max_outage_s)
+        await within_outage(self._enter, node=self.node_id, max_outage_s=self.cfg.max_outage_s)
         with keeping_alive(self.transport, self.node_id, self.cfg, self.lease, self.http,
                            lambda: self.ownership.version):
             await self._run_loops()
@@ -244,6 +242,14 @@ class ClusterNode:
             except BackendUnavailable as exc:
                 log.warning(f"webgather node {self.node_id}: could not leave the membership: {exc}")
         return node_summary(self, time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
+
+    async def _enter(self) -> None:
+        """Count this node alive in this run, beat, read the table (the lease counts from here: the first
+        fetches need not wait a beat). Run again, as a whole, after an outage (within_outage)."""
+        runs = (await self.coordinator.counters()).get("runs", 0)
+        await self.coordinator.incr(f"{ALIVE}{runs}.{self.node_id}")
+        await self._beat()
+        await self._read_table()
 
     async def _run_loops(self) -> None:
         async with asyncio.TaskGroup() as group:
