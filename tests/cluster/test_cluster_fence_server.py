@@ -97,3 +97,28 @@ async def test_a_stopped_clock_does_not_let_a_request_out_once_redis_says_the_le
     with pytest.raises(Fenced):
         await asyncio.wait_for(request, 5.0)
     assert sent == ["http://h1/a"]
+
+
+async def test_an_ask_that_fails_with_a_client_error_is_lapsed_and_the_next_ask_is_still_answered() -> None:
+    """Nemesis seed 1: the lease check raised redis-py's RuntimeError on a connection Redis dropped; the
+    asking task died, the ask made meanwhile was never answered and every request of the node waited
+    for it: the node never fetched or ended again."""
+    gate, asks = asyncio.Event(), [0]
+
+    async def probe() -> tuple[int, int | None]:
+        asks[0] += 1
+        if asks[0] == 1:
+            await gate.wait()
+            raise RuntimeError("unable to perform operation on <TCPTransport closed=True>; the handler is closed")
+        return 3000, 1
+
+    check = ServerCheck(probe, lambda: 1, 0.25, FakeClock().monotonic, 0.35)
+    first = asyncio.ensure_future(check.confirm())
+    while asks[0] == 0:  # until the ask is on the wire
+        await asyncio.sleep(0)
+    later = asyncio.ensure_future(check.confirm())  # came after it was sent: waits for the next ask
+    await asyncio.sleep(0)
+    gate.set()
+    assert await asyncio.wait_for(first, 5) == LAPSED
+    assert await asyncio.wait_for(later, 5) == HELD
+    assert await asyncio.wait_for(check.confirm(), 5) == HELD

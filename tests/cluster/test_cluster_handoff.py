@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from webgather.cluster.handoff import Action, Ownership
 from webgather.cluster.inprocess import InProcessHub
-from webgather.cluster.mapping import initial, plan_join
-from webgather.cluster.membership import Coordinating, dead_nodes, recoveries_due
+from webgather.cluster.mapping import BucketTable, initial, plan_join, plan_leave
+from webgather.cluster.membership import Coordinating, dead_nodes, recoveries_due, settled
 from webgather.cluster.transport import Delivery
 from webgather.clock import FakeClock
 
@@ -77,6 +77,34 @@ def test_a_dead_senders_handoff_releases_and_overdue_buckets_are_listed() -> Non
     assert c.overdue(5.0, 10.0, {"c"}) == []
     assert c.overdue(12.0, 10.0, {"c"}) == sorted(c.awaiting)
     assert c.overdue(12.0, 10.0, {"c", expected}) == [b for b in sorted(c.awaiting) if c.awaiting[b].expected != expected]
+
+
+def test_buckets_awaited_from_a_restarted_node_that_never_held_them_are_restored_after_the_timeout() -> None:
+    """Seen in the nemesis (seed 12): b, restarted while a was frozen, took a's buckets (v2) and read
+    its first table only after a's return gave them back (v3). b hands over nothing; a read its own
+    hand-off of v2 and held it behind b's, which never comes: the crawl never ended."""
+    v1 = initial(["a", "b"], 8)
+    v2 = plan_leave(v1, "a")
+    v2 = BucketTable(v1.version + 1, v2.n_buckets, v2.owners)
+    v3 = BucketTable(v2.version + 1, v1.n_buckets, v1.owners)  # a is back: its buckets return
+    a, b = Ownership("a"), Ownership("b")
+    a.adopt(v1, 0.0)
+    lost = a.adopt(v2, 1.0).lost
+    for bucket in lost:  # a hands these over, sender a, on their streams
+        a.handed_over(bucket)
+    b.adopt(v3, 2.0)  # b's first table: its buckets are ready, it owes nobody a hand-off
+    back = [bucket for bucket in a.adopt(v3, 2.0).gained if bucket in lost]
+    assert back and all(a.awaiting[bucket].expected == "b" for bucket in back)
+    assert a.classify(_d(back[0]), "a", {"a", "b"}) is Action.HOLD  # its own hand-off, behind b's
+    members = {"a": {"version": v3.version, "applied": False}, "b": {"version": v3.version, "applied": b.applied()}}
+    assert settled(members, a.version) == {"b"}
+    assert a.silent(5.0, 10.0, settled(members, a.version)) == set()  # not late yet
+    silent = a.silent(12.5, 10.0, settled(members, a.version))
+    assert silent == {"b"}
+    assert a.gone(12.5, 1.0, {"a", "b"} - silent) == {}  # the grace starts
+    assert set(a.gone(14.0, 1.0, {"a", "b"} - silent)["b"]) >= set(back)
+    assert settled({"b": {"version": 1, "applied": True}}, 2) == set()  # an older table: hand-offs may follow
+    assert settled({"b": {"version": 2, "applied": False}}, 2) == set()
 
 
 def test_dead_nodes_need_a_full_grace_period() -> None:

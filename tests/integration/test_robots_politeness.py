@@ -57,6 +57,25 @@ async def test_robots_redirects_to_one_hub_keep_the_hubs_clock(tmp_path: Path) -
     assert min(gaps) >= gap_s * 0.9, gaps
 
 
+async def test_a_robots_redirect_waits_the_delay_after_the_slow_answer_it_follows(tmp_path: Path) -> None:
+    """The turn of a redirect's next hop counts from the end of the request it follows, as for any
+    request (it counted from that request's start: a 0.3 s answer left 0.2 s of a 0.5 s delay)."""
+    gap_s, answer_s = 0.5, 0.3
+
+    def routes(host: str, path: str) -> Answer:
+        if path == "/robots.txt":
+            return 301, web.url(host, "/robots-alt.txt").encode()
+        return (200, b"User-agent: *\nAllow: /\n") if path == "/robots-alt.txt" else (200, page())
+
+    config = config_for(tmp_path, ["slow.test"], RobotsConfig())
+    config = dataclasses.replace(config, politeness=dataclasses.replace(config.politeness, min_delay_s=gap_s))
+    async with RobotsWeb(routes, delay_s=lambda host, path: answer_s if path == "/robots.txt" else 0.0) as web:
+        summary = await asyncio.wait_for(run_crawl(config, [web.url("slow.test")]), 60)
+    assert summary["finished"] is True
+    at = dict((path, t) for (_, path), t in zip(web.requests, web.times))
+    assert at["/robots-alt.txt"] - (at["/robots.txt"] + answer_s) >= gap_s * 0.9, at
+
+
 async def test_a_dead_seed_ends_the_crawl_within_seconds_with_the_default_schedule(tmp_path: Path) -> None:
     seed = f"http://closed.test:{closed_port()}/"
     config = config_for(tmp_path, ["closed.test"], RobotsConfig())

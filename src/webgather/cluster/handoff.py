@@ -180,6 +180,15 @@ class Ownership:
             if bucket in self.awaiting:
                 self.awaiting[bucket].restored = True
 
+    def silent(self, now: float, timeout_s: float, settled: set[str]) -> set[str]:
+        """Expected senders that will never send: alive, they say they applied this node's table or a
+        later one with nothing left to hand over (``settled``), and a bucket awaited from them is
+        ``timeout_s`` late. (A node restarted after a table gave it buckets, and whose first table is
+        the next one, never held them: it hands over nothing.) Their state is restored from their
+        checkpoints as from a gone node's."""
+        return {w.expected for w in self.awaiting.values()
+                if w.expected is not None and w.expected in settled and now - w.since >= timeout_s}
+
     def overdue(self, now: float, timeout_s: float, alive: set[str]) -> list[int]:
         """Awaited buckets whose expected sender is dead and whose hand-off is late."""
         return sorted(b for b, w in self.awaiting.items()

@@ -48,7 +48,7 @@ from webgather.cluster.mapping import BucketTable, initial, plan_leave, plan_mem
 from webgather.cluster.transport import Coordinator
 from webgather.clock import Clock
 
-__all__ = ["ALIVE", "Coordinating", "NodeInfo", "dead_nodes", "recoveries_due"]
+__all__ = ["ALIVE", "Coordinating", "NodeInfo", "dead_nodes", "recoveries_due", "settled"]
 
 NodeInfo = Mapping[str, Any]
 Recover = Callable[[str, tuple[int, ...]], Awaitable[bool]]
@@ -83,6 +83,15 @@ def recoveries_due(counters: Mapping[str, int]) -> list[str]:
     """Nodes whose recovery was begun and not finished."""
     return sorted(name[len(WANTED):] for name, n in counters.items()
                   if name.startswith(WANTED) and n > counters.get(DONE + name[len(WANTED):], 0))
+
+
+def settled(members: Mapping[str, NodeInfo], version: int | None) -> set[str]:
+    """Members whose info says they applied table ``version`` or a later one: every hand-off they
+    owed for it is sent (``Ownership.applied``: nothing awaited, nothing leaving)."""
+    if version is None:
+        return set()
+    return {node for node, info in members.items()
+            if info.get("applied") and isinstance(info.get("version"), int) and info["version"] >= version}
 
 
 def _all_applied(table: BucketTable, members: Mapping[str, NodeInfo]) -> bool:

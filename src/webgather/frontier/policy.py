@@ -152,6 +152,15 @@ class Politeness:
         self._schedule(st, now)
         return at
 
+    def turn_ended(self, host: str, now: float) -> None:
+        """The request of a turn booked with :meth:`take_turn` ended at ``now``: the host's next
+        turn is one delay after that end at the earliest, as after a request from its queue
+        (:meth:`complete`). A host deferred without end stays deferred."""
+        st = self.state(host)
+        if math.isfinite(st.next_allowed_at):
+            st.next_allowed_at = max(st.next_allowed_at, now + self.delay_s(st, None))
+            self._schedule(st, now)
+
     def over_ip_cap(self, host: str) -> bool:
         """Has the host's address group more requests in flight than ``per_ip_connections``?
         (It can once a host in flight learns its address: :meth:`set_host_ip`.)"""

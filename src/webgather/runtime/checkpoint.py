@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from webgather.cluster.transport import Delivery, UrlTransport
 from webgather.cluster.wire import encode_handoff
-from webgather.errors import BackendUnavailable, StoreError
+from webgather.errors import BackendUnavailable, CannotContinue, StoreError
 from webgather.frontier.bucket import BucketState, HostClock
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
@@ -158,7 +158,17 @@ class Checkpointer:
         self._failing = False
 
     async def run(self) -> None:
-        """Checkpoint every ``checkpoint_s``, or sooner when idle with acks held, until :meth:`close`."""
+        """Checkpoint every ``checkpoint_s``, or sooner when idle with acks held, until :meth:`close`.
+        A checkpoint that fails in a way no retry is made for stops the node (exit 6, its state kept):
+        without checkpoints its held acks never reach the streams and the crawl's end is never seen."""
+        try:
+            await self._loop()
+        except Exception as exc:  # noqa: BLE001 - whatever it was, the node must not wait forever on it
+            log.error("node %s: checkpoints stopped: %s: %s", self.node.node_id, type(exc).__name__, exc)
+            self.node.give_up(CannotContinue(f"node {self.node.node_id}: checkpoints stopped: "
+                                             f"{type(exc).__name__}: {exc}"), "checkpoints stopped")
+
+    async def _loop(self) -> None:
         clock = self.node.parts.clock
         last = clock.monotonic()
         while not self.closed:

@@ -167,8 +167,15 @@ class ServerCheck:
                 answer.set_result((self._verdict(*await self.probe()), sent))
             except ClusterError:  # unreachable, or its data lost: not known to hold
                 answer.set_result((LAPSED, sent))
+            except Exception as exc:  # noqa: BLE001 - an error from the client itself: not known to hold either
+                log.warning("lease check failed: %s: %s; no request starts until the lease is renewed",
+                            type(exc).__name__, exc)
+                answer.set_result((LAPSED, sent))  # this task ending here would leave the next ask unanswered
             except BaseException:
                 answer.cancel()
+                if self._next is not None:  # asked while this ask was out: nobody would answer it
+                    self._next.cancel()
+                    self._next = None
                 raise
             self.asks += 1
 

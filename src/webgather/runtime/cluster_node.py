@@ -53,7 +53,7 @@ from typing import Any
 
 from webgather.cachepolicy import make_cache
 from webgather.cluster.handoff import Ownership
-from webgather.cluster.membership import ALIVE, Coordinating
+from webgather.cluster.membership import ALIVE, Coordinating, settled
 from webgather.cluster.outage import Outage
 from webgather.cluster.patience import within_outage
 from webgather.cluster.router import Router
@@ -411,9 +411,11 @@ class ClusterNode:
         overdue = self.ownership.overdue(now, self.cfg.handoff_timeout_s, self.keeper.alive)
         if overdue:
             await release_overdue(self.keeper, coord, overdue)
-        if self.cfg.shared_store:  # a hand-off never waits on a node that is gone
+        if self.cfg.shared_store:  # a hand-off never waits on a node that is gone, or that will never send it
+            silent = self.ownership.silent(now, self.cfg.handoff_timeout_s, settled(members, self.ownership.version))
             self.recoveries += await restore_awaited(
-                self.ownership, self.keeper.alive, now, self.coordinating.grace_s, store_url=self.cfg.shared_store,
+                self.ownership, self.keeper.alive - silent, now, self.coordinating.grace_s,
+                store_url=self.cfg.shared_store,
                 n_buckets=self.cfg.n_buckets, transport=self.transport, coordinator=coord)
         self._check_leave(members)
         if self.permits is not None:  # before the info: "idle" must reflect permits given back or taken

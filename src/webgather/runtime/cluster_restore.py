@@ -127,7 +127,8 @@ async def restore_awaited(ownership: Ownership, alive: set[str], now: float, gra
         except BackendUnavailable as exc:  # the store or Redis: tried again at the next beat
             log.warning("cannot restore the buckets awaited from %s yet: %s", sender, exc)
             continue
-        log.warning("%d buckets awaited from %s, which is gone: restored from its checkpoints and streams",
+        log.warning("%d buckets awaited from %s, which is gone or will not send them: restored from its "
+                    "checkpoints and streams",
                     len(buckets), sender)
         ownership.restored(buckets)
     return outcomes

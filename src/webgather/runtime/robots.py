@@ -15,7 +15,8 @@ helps nobody), and so is one at an address the destination guard refuses
 Every request, the first and each redirect hop, is preceded by ``before(url)``:
 the driver books the politeness turn of the URL's host there (the host's own
 clock, or a redirect target's, so many hosts redirecting to one hub do not
-flood it).
+flood it). Each is followed by ``after(url)`` once it ended: the next turn counts from that
+end, as after any request, so a slow answer does not shorten the gap before the next hop.
 """
 
 from __future__ import annotations
@@ -52,10 +53,12 @@ async def fetch_robots(
     user_agent: str,
     max_bytes: int,
     before: Callable[[str], Awaitable[None]] | None = None,
+    after: Callable[[str], None] | None = None,
 ) -> RobotsOutcome:
     """Fetch ``origin + /robots.txt`` following redirects; classify per RFC 9309.
 
-    ``before(url)`` is awaited before each request (politeness: see the module docstring).
+    ``before(url)`` is awaited before each request and ``after(url)`` called once it ended
+    (politeness: see the module docstring).
     """
     url = origin + "/robots.txt"
     results: list[FetchResult] = []
@@ -63,6 +66,8 @@ async def fetch_robots(
         if before is not None:
             await before(url)
         result = await fetch(url)
+        if after is not None:
+            after(url)
         results.append(result)
         status = result.status
         if result.error in _CUT_ERRORS and status is not None and 200 <= status < 300:

@@ -195,7 +195,7 @@ class RobotsDriver:
             self._learned(host, known)
             return None
         outcome = await fetch_robots(origin, parts.http.fetch, parts.config.fetch.user_agent,
-                                     parts.config.robots.max_bytes, before=self._turn)
+                                     parts.config.robots.max_bytes, before=self._turn, after=self._turn_ended)
         for result in outcome.results:
             parts.stats.robots_fetches += 1
             await parts.writer.write(result, robots_entry(result, parts.node_id), None)
@@ -218,6 +218,11 @@ class RobotsDriver:
         wait = self.parts.frontier.policy.take_turn(host_key(url), now) - now
         if wait > 0:
             await asyncio.sleep(wait)
+
+    def _turn_ended(self, url: str) -> None:
+        """A robots request ended: its host's next turn is one delay after that end, as after any
+        request (booked at its start, a slow answer let the next hop come sooner than the delay)."""
+        self.parts.frontier.policy.turn_ended(host_key(url), self.parts.clock.monotonic())
 
     def _learned(self, host: str, rules: RobotsRules) -> None:
         parts, now = self.parts, self.parts.clock.monotonic()

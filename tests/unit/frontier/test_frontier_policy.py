@@ -234,3 +234,13 @@ def test_a_host_learning_its_address_can_find_the_address_over_its_cap() -> None
     assert not p.over_ip_cap("a")
     p.set_host_ip("c", "10.0.0.1", 0.0)
     assert p.over_ip_cap("c") and not p.over_ip_cap("unknown")
+
+
+def test_a_booked_turn_that_ended_late_moves_the_hosts_next_turn_one_delay_past_its_end() -> None:
+    p = make(min_delay_s=1.0)
+    assert p.take_turn("hub", 10.0) == 10.0
+    p.turn_ended("hub", 10.4)  # the answer took 0.4 s: the next turn is 1 s after it, not after the start
+    assert p.take_turn("hub", 10.4) == 11.4
+    p.defer("held", math.inf, 0.0)
+    p.turn_ended("held", 2.0)
+    assert p.take_turn("held", 2.0) == 2.0  # still deferred without end: free now, as before

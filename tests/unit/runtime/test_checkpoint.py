@@ -83,7 +83,9 @@ def _fake_node(frontier: Frontier, transport: Any, out: Path) -> Any:
                             config=CrawlConfig(), out_dir=out)
     keeper = SimpleNamespace(transport=transport, lock=asyncio.Lock(), rows=None, before_send=None)
     ownership = SimpleNamespace(ready={BUCKET}, leaving=set(), version=7)
-    return SimpleNamespace(parts=parts, keeper=keeper, ownership=ownership, node_id="n", idle=lambda: True)
+    gave_up: list[str] = []
+    return SimpleNamespace(parts=parts, keeper=keeper, ownership=ownership, node_id="n", idle=lambda: True,
+                           gave_up=gave_up, give_up=lambda exc, reason: gave_up.append(f"{reason}: {exc}"))
 
 
 async def test_a_checkpoint_puts_the_buckets_then_acks_and_a_failed_one_acks_nothing(tmp_path: Path) -> None:
@@ -109,6 +111,37 @@ async def test_a_checkpoint_puts_the_buckets_then_acks_and_a_failed_one_acks_not
     assert len(message.state.items) == 3 and len(message.state.seen_keys) == 3
     assert json.loads(store.get_bytes(manifest_key("n")) or b"")["buckets"] == [BUCKET]
     good.close()
+    frontier.close()
+
+
+class _BrokenTransport:
+    """A stream transport whose ack fails with what redis-py raised on a connection Redis dropped."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def ack(self, bucket: int, delivery_ids: Any) -> int:
+        raise RuntimeError("unable to perform operation on <TCPTransport closed=True>; the handler is closed")
+
+
+async def test_a_checkpoint_loop_that_dies_stops_the_node_rather_than_hold_its_acks_forever(tmp_path: Path) -> None:
+    """Nemesis seed 1: a checkpoint's ack raised during a Redis kill, the loop ended unseen, the
+    node's acks stayed held and the crawl never ended (every node up 90 s after the last fault)."""
+    hub = InProcessHub(M, FakeClock())
+    frontier = _frontier()
+    node = _fake_node(frontier, _BrokenTransport(hub.transport("n")), tmp_path / "out")
+    checkpoints = Checkpointer(node, FileStore(tmp_path / "shared"))
+    checkpoints.every_s = 0.0
+    await node.keeper.transport.send(BUCKET, encode_batch("x", 1, [_item(f"http://{HOST}/0")]))
+    delivery = (await node.keeper.transport.receive([BUCKET], 10, 0))[0]
+    await node.keeper.transport.ack(BUCKET, [delivery.delivery_id])  # held for the next checkpoint
+    await asyncio.wait_for(checkpoints.run(), 10)  # it ends: the node was told to stop
+    assert len(node.gave_up) == 1 and "checkpoints stopped" in node.gave_up[0]
+    assert "RuntimeError" in node.gave_up[0]
+    checkpoints.close()
     frontier.close()
 
 
