@@ -136,7 +136,11 @@ class NativeTransport:
         loop = asyncio.get_running_loop()
         try:
             if conn.uses > 1 and (conn.reusable or conn.stray):
-                await conn.settle(SETTLE_S)
+                settling_at = loop.time()
+                try:
+                    await conn.settle(SETTLE_S)
+                finally:
+                    draft.settle_s = loop.time() - settling_at
         except ConnectionReset:
             draft.forget_response()
             raise

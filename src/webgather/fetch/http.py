@@ -127,7 +127,8 @@ class HttpClient:
         except FetchError as exc:
             draft.fail(exc)
             kept = 0
-        result = draft.result(started_at + draft.queued_s, self._clock.monotonic() - start - draft.queued_s)
+        result = draft.result(started_at + draft.queued_s,
+                              self._clock.monotonic() - start - draft.queued_s - draft.settle_s)
         self.decoded.hold_while_alive(result, kept)
         return result
 

@@ -132,6 +132,9 @@ class Draft:
     peer_ip: str | None = None
     queued_s: float = 0.0
     """Time the transport waited for a slot before the request went out (not counted in its timeout)."""
+    settle_s: float = 0.0
+    """Time spent watching a kept-alive connection for stray bytes after the response was whole: not the
+    server's, so not in the result's ``elapsed_s`` (httpping's latencies read it)."""
 
     def on_head(self, head: h1.ResponseHead) -> None:
         self.status, self.reason, self.http_version = head.status, head.reason, head.version

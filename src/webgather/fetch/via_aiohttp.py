@@ -211,7 +211,9 @@ class AiohttpTransport:
             if cut() and _close_delimited(response):
                 raise TruncatedBody("connection reset before the end of a close-delimited body")
             if kept is not None and _keeps_alive(response):
+                settling_at = asyncio.get_running_loop().time()
                 await asyncio.sleep(SETTLE_S)
+                draft.settle_s = asyncio.get_running_loop().time() - settling_at
                 if self._still_ours(kept, response) and _unaccounted(kept):
                     kept.close()
                     draft.forget_response()
