@@ -9,10 +9,16 @@ resets mid-body. Each connection runs ``handler(reader, writer, state)``;
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import struct
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
+
+from webgather.clock import SystemClock
+from webgather.config import FetchConfig
+from webgather.fetch.http import HttpClient
+from webgather.fetch.resolver import Resolver
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "WireState"], Awaitable[None]]
 
@@ -21,6 +27,19 @@ Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "WireState"], Aw
 class WireState:
     connections: int = 0
     paths: list[str] = field(default_factory=list)
+
+
+async def no_dns(host: str) -> list[str]:
+    """The tests' resolver never asks DNS: every URL names 127.0.0.1."""
+    raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+
+@contextlib.asynccontextmanager
+async def wire_client(config: FetchConfig) -> AsyncIterator[HttpClient]:
+    """An HttpClient with ``config`` and no DNS, for a :class:`WireServer`."""
+    clock = SystemClock()
+    async with HttpClient(config, Resolver(clock, lookup=no_dns), clock) as c:
+        yield c
 
 
 def head(status: str, headers: list[tuple[str, str]], version: str = "1.1") -> bytes:

@@ -16,11 +16,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.integration.hostile_wire import WireServer, WireState, head, page, read_request, reset
-from webgather.clock import SystemClock
+from tests.integration.hostile_wire import WireServer, wire_client, WireState, head, page, read_request, reset
 from webgather.config import FetchConfig
 from webgather.fetch.http import HttpClient
-from webgather.fetch.resolver import Resolver
 
 
 @pytest.fixture(params=["native", "aiohttp"])
@@ -28,15 +26,10 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-async def no_dns(host: str) -> list[str]:
-    raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-
-
 @pytest.fixture
 async def client(backend: str) -> AsyncIterator[HttpClient]:
     config = FetchConfig(connect_timeout_s=2.0, total_timeout_s=2.0, http_client=backend)  # type: ignore[arg-type]
-    clock = SystemClock()
-    async with HttpClient(config, Resolver(clock, lookup=no_dns), clock) as c:
+    async with wire_client(config) as c:
         yield c
 
 
@@ -178,9 +171,8 @@ async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, sta
 
 async def test_the_total_timeout_starts_when_the_request_goes_out(backend: str) -> None:
     config = FetchConfig(connect_timeout_s=1.0, total_timeout_s=0.6, concurrency=2, http_client=backend)  # type: ignore[arg-type]
-    clock = SystemClock()
     async with WireServer(hang) as hung, WireServer(answer) as healthy:
-        async with HttpClient(config, Resolver(clock, lookup=no_dns), clock) as c:
+        async with wire_client(config) as c:
             stuck = [asyncio.create_task(c.fetch(hung.url(f"/{n}"))) for n in range(2)]
             await asyncio.sleep(0.1)  # both slots held by the hung server
             queued = await c.fetch(healthy.url("/7"))

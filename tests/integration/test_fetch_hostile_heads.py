@@ -7,17 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 
-from tests.integration.hostile_wire import WireServer, WireState, head, page, read_request
-from webgather.clock import SystemClock
+from tests.integration.hostile_wire import WireServer, wire_client, WireState, head, page, read_request
 from webgather.config import CrawlConfig, FetchConfig
 from webgather.fetch.http import HttpClient
-from webgather.fetch.resolver import Resolver
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import decide
 from webgather.urls import fingerprint
@@ -30,15 +27,10 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-async def no_dns(host: str) -> list[str]:
-    raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
-
-
 @pytest.fixture
 async def client(backend: str) -> AsyncIterator[HttpClient]:
     config = FetchConfig(connect_timeout_s=2.0, total_timeout_s=3.0, http_client=backend)  # type: ignore[arg-type]
-    clock = SystemClock()
-    async with HttpClient(config, Resolver(clock, lookup=no_dns), clock) as c:
+    async with wire_client(config) as c:
         yield c
 
 
@@ -81,10 +73,9 @@ async def test_a_retry_after_of_5000_digits_is_read_as_long_and_the_503_kept(cli
 
 async def test_endless_1xx_responses_are_protocol_at_once(backend: str) -> None:
     config = FetchConfig(connect_timeout_s=2.0, total_timeout_s=10.0, http_client=backend)  # type: ignore[arg-type]
-    clock = SystemClock()
     flood = head("102 Processing", []) * 20_000
     async with WireServer(serve(flood + page(b"late"), then_hang=True)) as server:
-        async with HttpClient(config, Resolver(clock, lookup=no_dns), clock) as c:
+        async with wire_client(config) as c:
             cpu, started = time.process_time(), time.monotonic()
             r = await c.fetch(server.url("/flood"))
             cpu, wall = time.process_time() - cpu, time.monotonic() - started
@@ -94,9 +85,8 @@ async def test_endless_1xx_responses_are_protocol_at_once(backend: str) -> None:
 
 async def test_1xx_heads_count_in_the_64_kib_head_budget() -> None:
     config = FetchConfig(connect_timeout_s=2.0, total_timeout_s=10.0, http_client="native")
-    clock = SystemClock()
     big_hint = head("103 Early Hints", [("Link", "<" + "a" * 8000 + ">")] * 5)  # 40 KB each, two of them
     async with WireServer(serve(big_hint * 2 + page(b"late"))) as server:
-        async with HttpClient(config, Resolver(clock, lookup=no_dns), clock) as c:
+        async with wire_client(config) as c:
             r = await c.fetch(server.url("/hints"))
     assert (r.status, r.error) == (None, "protocol") and "64 KiB" in r.error_detail
