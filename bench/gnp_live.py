@@ -82,9 +82,9 @@ from webgather.cluster.positions import positions_of
 from webgather.cluster.redis import RedisBackend
 from webgather.cluster.status import merge_summaries
 from webgather.config import CrawlConfig, load
-from webgather.runtime.cluster_crawl import start_crawl
-from webgather.runtime.cluster_run import node_command, worker_env
-from webgather.runtime.gnp_probe import probe_url
+from webgather.runtime.launch.cluster import start_crawl
+from webgather.runtime.launch.workers import node_command, worker_env
+from webgather.runtime.partition.gnp_probe import probe_url
 from webgather.store.crawllog import read_crawl_log
 from webgather.store.summary import read_summary
 from webgather.testweb.latency import LatencyModel, parse_latency_model

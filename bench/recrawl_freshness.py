@@ -77,7 +77,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from webgather.config import CrawlConfig, RecrawlConfig
 from webgather.recrawl.state import state_path
-from webgather.runtime.crawl import run_cycle
+from webgather.runtime.launch.crawl import run_cycle
 from webgather.clock import SystemClock
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import FaultRates, WebParams, crawl_config_for

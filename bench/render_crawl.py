@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from webgather.config import RenderConfig
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import FaultRates, WebParams, crawl_config_for

@@ -84,7 +84,7 @@ import dataclasses, json, resource, sys, time
 from pathlib import Path
 import uvloop
 from webgather.config import CrawlConfig, PolitenessConfig, RobotsConfig
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 job = json.loads(sys.argv[1])
 out = Path(job["out"])
 base = CrawlConfig()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from webgather.runtime.page_hooks import Page
+from webgather.runtime.engine.page_hooks import Page
 
 
 def on_page(page: Page) -> Iterator[dict[str, Any]]:

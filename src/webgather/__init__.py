@@ -22,8 +22,8 @@ from webgather.urls import canonicalize, fingerprint, join
 
 if typing.TYPE_CHECKING:
     from webgather.api import Crawl, CrawlSummary
-    from webgather.runtime.item_sinks import ItemSink
-    from webgather.runtime.page_hooks import Link, Page
+    from webgather.runtime.engine.item_sinks import ItemSink
+    from webgather.runtime.engine.page_hooks import Link, Page
 
 __all__ = [
     "Crawl", "CrawlConfig", "CrawlSummary", "ItemSink", "Link", "Page", "WebgatherError", "__version__", "canonicalize",
@@ -34,9 +34,9 @@ __version__ = "0.1.0"
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
-_LAZY = {"Crawl": "webgather.api", "CrawlSummary": "webgather.api", "ItemSink": "webgather.runtime.item_sinks",
-         "Link": "webgather.runtime.page_hooks",
-         "Page": "webgather.runtime.page_hooks"}
+_LAZY = {"Crawl": "webgather.api", "CrawlSummary": "webgather.api", "ItemSink": "webgather.runtime.engine.item_sinks",
+         "Link": "webgather.runtime.engine.page_hooks",
+         "Page": "webgather.runtime.engine.page_hooks"}
 """Exported on first use: importing them loads the whole crawler, which ``import webgather`` (a
 parser process, a command that only reads a crawl) need not pay for."""
 

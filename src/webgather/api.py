@@ -13,9 +13,9 @@
     print(summary.pages, summary.items_file)
 
 A :class:`Crawl` is the same crawl ``webgather crawl`` runs (one cluster node on the in-process
-backend, :func:`webgather.runtime.crawl.run_crawl`): same config, same output directory, and
-running it again with the same ``out`` resumes it. Hooks: :mod:`webgather.runtime.page_hooks`;
-where items go (``items=``: JSON Lines, Parquet, an object): :mod:`webgather.runtime.item_sinks`.
+backend, :func:`webgather.runtime.launch.crawl.run_crawl`): same config, same output directory, and
+running it again with the same ``out`` resumes it. Hooks: :mod:`webgather.runtime.engine.page_hooks`;
+where items go (``items=``: JSON Lines, Parquet, an object): :mod:`webgather.runtime.engine.item_sinks`.
 ``workers=N`` runs what ``webgather crawl --workers N`` runs; ``redis=URL, crawl_id=NAME`` makes
 this process a node of that Redis crawl, as ``webgather crawl --redis`` (with seeds) or
 ``webgather node`` (without) does. Node processes import their hooks: give ``hooks="pkg.mod"``, or
@@ -37,8 +37,8 @@ from typing import Any
 from webgather.config import CrawlConfig, layers, load
 from webgather.config.checks import validate
 from webgather.errors import ConfigError
-from webgather.runtime.item_sinks import ItemSink, check_items_format
-from webgather.runtime.page_hooks import ITEMS_FILE, HookFunctions, OnLink, OnPage, load_hooks
+from webgather.runtime.engine.item_sinks import ItemSink, check_items_format
+from webgather.runtime.engine.page_hooks import ITEMS_FILE, HookFunctions, OnLink, OnPage, load_hooks
 from webgather.seeds import read_seeds
 from webgather.store.outdir import prepare_out_dir
 
@@ -96,7 +96,7 @@ class Crawl:
     path or None is read as the command line reads it, over the defaults and under the
     ``WEBGATHER_*`` environment variables (:func:`webgather.config.load`); a ``CrawlConfig`` is
     taken as it is. ``on_page(page)`` / ``on_link(url)``: the hooks
-    (:mod:`webgather.runtime.page_hooks`); instead of them, ``hooks="pkg.mod"`` (or ``config.hooks.module``)
+    (:mod:`webgather.runtime.engine.page_hooks`); instead of them, ``hooks="pkg.mod"`` (or ``config.hooks.module``)
     names a module defining them. ``items``: where the items go: a ``.jsonl`` or ``.parquet`` path
     (``[hooks] items``), or an :class:`ItemSink` object (this process's node only).
 
@@ -154,14 +154,14 @@ class Crawl:
         out = prepare_out_dir(self.config.out_dir)
         if self.redis is not None:
             return CrawlSummary.of(await self._run_redis_node(out), out)
-        from webgather.runtime.crawl import run_crawl
+        from webgather.runtime.launch.crawl import run_crawl
 
         summary = await run_crawl(self.config, self.seeds, progress=False, hooks=self.hooks)
         return CrawlSummary.of(summary, out)
 
     def _run_workers(self) -> CrawlSummary:
         from webgather.commands.crawl import check_seed_addresses
-        from webgather.runtime.cluster_run import run_workers
+        from webgather.runtime.launch.workers import run_workers
 
         assert self.workers is not None
         check_seed_addresses(self.config, self.seeds)
@@ -176,8 +176,8 @@ class Crawl:
         """This process as one node of the Redis crawl (``crawl --redis`` with seeds, ``node`` without)."""
         from webgather.commands.node import connect_crawl, default_node_id
         from webgather.config.local import local_of
-        from webgather.runtime.cluster_crawl import join_crawl, start_crawl
-        from webgather.runtime.launch import launch_node, node_config
+        from webgather.runtime.launch.cluster import join_crawl, start_crawl
+        from webgather.runtime.launch.start import launch_node, node_config
 
         assert self.redis is not None and self.crawl_id is not None
         config, node = self.config, default_node_id()

@@ -104,7 +104,7 @@ def _utc_time(record: logging.LogRecord) -> str:
 
 
 class TextFormatter(logging.Formatter):
-    """``2026-11-25T17:21:07.123Z WARNING webgather.runtime.robots_driver: robots.txt of ...``."""
+    """``2026-11-25T17:21:07.123Z WARNING webgather.runtime.engine.robots_driver: robots.txt of ...``."""
 
     def format(self, record: logging.LogRecord) -> str:
         line = f"{_utc_time(record)} {record.levelname} {record.name}: {record.getMessage()}"

@@ -1,4 +1,4 @@
-"""The fence's ask to the server (``runtime.cluster_fence.ServerCheck``), pure: one ask serves every request
+"""The fence's ask to the server (``runtime.member.fence.ServerCheck``), pure: one ask serves every request
 waiting when it is sent, its verdicts, and a node whose clock stopped sending nothing once Redis says its
 lease is gone. The same with real processes and a slowed clock: ``test_cluster_slow_clock``."""
 
@@ -12,7 +12,7 @@ import pytest
 
 from webgather.clock import FakeClock
 from webgather.errors import BackendUnavailable, Fenced
-from webgather.runtime.cluster_fence import HELD, LAPSED, NEWER_TABLE, STALE, FencedHttp, Lease, ServerCheck
+from webgather.runtime.member.fence import HELD, LAPSED, NEWER_TABLE, STALE, FencedHttp, Lease, ServerCheck
 
 
 class _Server:

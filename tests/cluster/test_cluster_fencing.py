@@ -208,7 +208,7 @@ async def test_a_node_killed_with_its_state_out_of_reach_fails_every_node_and_sh
                     kill_tree(p.pid)
     assert code == EXIT_DATA_LOST, output[-2000:]
     lines = [line for line in output.splitlines() if LOST_LINE in line]
-    assert len(lines) == 1 and " ERROR webgather.runtime.cluster_node: webgather node a: DATA LOST: " \
+    assert len(lines) == 1 and " ERROR webgather.runtime.member.node: webgather node a: DATA LOST: " \
         "unrecoverable_buckets 32" in lines[0], output  # a timestamped log line (webgather.logs)
     summary = json.loads((tmp_path / "a" / "nodes" / "a" / "summary.json").read_text())
     assert summary["end"] == "done" and summary["losses"] == {"unrecoverable_buckets": M // 2}

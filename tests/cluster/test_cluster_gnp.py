@@ -18,9 +18,9 @@ from cluster_crawl_helpers import cluster_config, duplicates, fetch_entries, own
 
 from webgather.cluster.inprocess import InProcessHub
 from webgather.cluster.positions import positions_of
-from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
-from webgather.runtime.cluster_node import ClusterNode
-from webgather.runtime.gnp_probe import probe_url
+from webgather.runtime.launch.cluster import run_cluster_node, start_crawl
+from webgather.runtime.member.node import ClusterNode
+from webgather.runtime.partition.gnp_probe import probe_url
 from webgather.testweb import TestWebServer, WebModel, closure
 from webgather.testweb.latency import LatencyModel, parse_latency_model
 from webgather.urls import host_key

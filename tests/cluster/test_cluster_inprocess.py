@@ -23,8 +23,8 @@ from cluster_crawl_helpers import (
 )
 
 from webgather.cluster.inprocess import InProcessHub
-from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
-from webgather.runtime.cluster_node import ClusterNode
+from webgather.runtime.launch.cluster import run_cluster_node, start_crawl
+from webgather.runtime.member.node import ClusterNode
 from webgather.testweb import TestWebServer, WebModel, closure, max_in_flight
 
 M = 64

@@ -19,8 +19,8 @@ from webgather.cluster.router import Router
 from webgather.fetch.resolver import Resolver, load_resolve_file
 from webgather.frontier.model import CrawlItem
 from webgather.clock import FakeClock
-from webgather.runtime.cluster_addresses import SharedAddresses, learn_retrying
-from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl, submit_seeds
+from webgather.runtime.partition.addresses import SharedAddresses, learn_retrying
+from webgather.runtime.launch.cluster import run_cluster_node, start_crawl, submit_seeds
 from webgather.testweb import TestWebServer, WebModel, closure, max_in_flight
 from webgather.urls import fingerprint
 

@@ -1,4 +1,4 @@
-"""The lease's keep-alive thread (cluster.keepalive, runtime.cluster_fence.keeping_alive) over a real
+"""The lease's keep-alive thread (cluster.keepalive, runtime.member.fence.keeping_alive) over a real
 embedded Redis on loopback: a node whose event loop is too busy to beat keeps its membership and its
 lease; a hung loop, a table the node has not adopted or a member key already gone confirms no lease."""
 
@@ -18,7 +18,7 @@ from webgather.cluster.keepalive import KeepAlive, redis_renewer
 from webgather.cluster.mapping import initial
 from webgather.cluster.redis import RedisBackend
 from webgather.config.sections import ClusterConfig
-from webgather.runtime.cluster_fence import FencedHttp, Lease, keeping_alive
+from webgather.runtime.member.fence import FencedHttp, Lease, keeping_alive
 
 CRAWL = "keep"
 NODE = "w0"

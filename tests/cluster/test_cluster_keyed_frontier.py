@@ -5,7 +5,7 @@ from __future__ import annotations
 from webgather.cluster.mapping import bucket_of
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.frontier.model import CrawlItem
-from webgather.runtime.cluster_frontier import keyed_frontier
+from webgather.runtime.partition.frontier import keyed_frontier
 from webgather.urls import fingerprint
 
 ADDRESS = {"a.test": "127.0.1.1", "b.test": "127.0.1.1", "c.test": "127.0.1.2"}

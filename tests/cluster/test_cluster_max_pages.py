@@ -10,8 +10,8 @@ import pytest
 from cluster_crawl_helpers import cluster_config, duplicates, fetch_entries, small_web
 
 from webgather.cluster.inprocess import InProcessHub
-from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
-from webgather.runtime.cluster_permits import COUNTER, PagePermits, batch_size
+from webgather.runtime.launch.cluster import run_cluster_node, start_crawl
+from webgather.runtime.member.permits import COUNTER, PagePermits, batch_size
 from webgather.testweb import TestWebServer, WebModel, closure
 
 M = 64

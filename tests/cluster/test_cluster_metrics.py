@@ -10,7 +10,7 @@ from cluster_crawl_helpers import cluster_config, small_web
 from metrics_helpers import free_port, labelled, metrics_threads, port_is_free, scrape_while
 
 from webgather.cluster.inprocess import InProcessHub
-from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
+from webgather.runtime.launch.cluster import run_cluster_node, start_crawl
 from webgather.testweb import TestWebServer, WebModel
 
 M = 64

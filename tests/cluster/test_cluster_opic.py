@@ -19,8 +19,8 @@ from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
 from webgather.clock import FakeClock
-from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
-from webgather.runtime.cluster_node import ClusterNode
+from webgather.runtime.launch.cluster import run_cluster_node, start_crawl
+from webgather.runtime.member.node import ClusterNode
 from webgather.testweb import TestWebServer, WebModel, closure
 from webgather.urls import fingerprint
 

@@ -54,7 +54,7 @@ async def test_a_shared_store_unreachable_at_start_is_waited_for_then_claimed(
     import dataclasses
 
     from webgather.config import CrawlConfig
-    from webgather.runtime import cluster_crawl
+    from webgather.runtime.launch import cluster as cluster_crawl
 
     tries: list[int] = []
     claim = cluster_crawl.claim_store
@@ -83,7 +83,7 @@ async def test_a_shared_store_unreachable_at_start_is_waited_for_then_claimed(
 
 async def test_a_store_that_refuses_the_last_files_at_sigterm_is_a_store_outage_not_a_usage_error() -> None:
     """The store full when a SIGTERMed node ships its last files: exit 6 (CannotContinue), not exit 2."""
-    from webgather.runtime.cluster_crawl import ship_last
+    from webgather.runtime.launch.cluster import ship_last
 
     class Full:
         def ship_all(self) -> int:
@@ -106,7 +106,7 @@ async def test_a_node_whose_backend_goes_away_in_its_first_steps_waits_and_crawl
     from cluster_crawl_helpers import cluster_config, fetch_entries, small_web
 
     from webgather.cluster.inprocess import InProcessHub
-    from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
+    from webgather.runtime.launch.cluster import run_cluster_node, start_crawl
     from webgather.testweb import TestWebServer, WebModel, closure
 
     params = small_web()

@@ -165,7 +165,7 @@ async def test_an_unreachable_redis_is_one_clear_line(tmp_path: Path) -> None:
 async def test_a_node_with_another_m_is_refused_in_one_line(tmp_path: Path) -> None:
     from webgather.cluster.embedded import EmbeddedRedis
     from webgather.cluster.redis import RedisBackend
-    from webgather.runtime.cluster_crawl import start_crawl
+    from webgather.runtime.launch.cluster import start_crawl
 
     params = small_web()
     with EmbeddedRedis(tmp_path / "redis") as server:

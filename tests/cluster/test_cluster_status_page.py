@@ -37,8 +37,8 @@ from webgather.cluster.redis import RedisBackend
 from webgather.cluster.status import interval_load
 from webgather.cluster.status_html import RATE_COLOUR
 from webgather.config import load
-from webgather.runtime.cluster_crawl import run_cluster_node, start_crawl
-from webgather.runtime.status_server import StatusServer, open_reader
+from webgather.runtime.launch.cluster import run_cluster_node, start_crawl
+from webgather.runtime.metrics.status_server import StatusServer, open_reader
 from webgather.testweb import TestWebServer, WebModel, closure
 from webgather.urls import host_key
 

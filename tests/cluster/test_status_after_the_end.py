@@ -20,7 +20,7 @@ from cluster_process_helpers import kill_tree
 
 from webgather.cluster.status_model import build_status
 from webgather.errors import BackendUnavailable
-from webgather.runtime.status_server import StatusReader, StatusServer, embedded_crawl_dir, open_reader
+from webgather.runtime.metrics.status_server import StatusReader, StatusServer, embedded_crawl_dir, open_reader
 from webgather.store.summary import write_summary
 from webgather.testweb import TestWebServer, WebModel
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from webgather.cli import main
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 
 from archive_site import CDN, SITE, ArchiveSite
 from replay_helpers import CHROMIUM, find_wayback, start_replay, stop_replay

@@ -10,7 +10,7 @@ from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 
 from webgather.store.crawllog import read_crawl_log
 

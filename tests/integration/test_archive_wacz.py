@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from webgather.cli import main
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 
 from archive_site import PAGES, REQUISITES, ArchiveSite
 from replay_helpers import fetch, find_wayback, pid_alive, start_replay, stop_replay

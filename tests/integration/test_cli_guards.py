@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from webgather.runtime.cluster_run import node_command, worker_env
+from webgather.runtime.launch.workers import node_command, worker_env
 from webgather.seeds import parse_seed
 from webgather.errors import SeedError
 

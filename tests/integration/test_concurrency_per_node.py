@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 from webgather.testweb import TestWebServer, WebModel, max_in_flight
 from webgather.testweb.latency import LatencyModel
 from webgather.testweb.params import WebParams, crawl_config_for

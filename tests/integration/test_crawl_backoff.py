@@ -13,7 +13,7 @@ import dataclasses
 import time
 from pathlib import Path
 
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import FaultRates, WebParams, crawl_config_for
 from webgather.testweb.server import TestWebServer

@@ -21,8 +21,8 @@ import pytest
 from webgather.cli import EXIT_WRITE_FAILED
 from webgather.config import to_toml
 from webgather.errors import WriteFailed
-from webgather.runtime.crawl import run_crawl
-from webgather.runtime.robots_driver import RobotsDriver
+from webgather.runtime.launch.crawl import run_crawl
+from webgather.runtime.engine.robots_driver import RobotsDriver
 from webgather.store.cdxj import parse_line
 from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.graph import WebModel

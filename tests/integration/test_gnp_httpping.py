@@ -12,7 +12,7 @@ from webgather.config import FetchConfig
 from webgather.fetch.http import HttpClient
 from webgather.fetch.resolver import Resolver
 from webgather.clock import SystemClock
-from webgather.runtime.gnp_probe import Measurer, httpping_ms, probe_url
+from webgather.runtime.partition.gnp_probe import Measurer, httpping_ms, probe_url
 from webgather.testweb import TestWebServer, WebModel, WebParams
 from webgather.testweb.latency import parse_latency_model
 
@@ -135,7 +135,7 @@ class _LosesCancellations:
 
 async def test_the_measurer_ends_with_the_node_even_if_a_cancellation_is_lost() -> None:
     from webgather.config import ClusterConfig, CrawlConfig
-    from webgather.runtime.cluster_gnp import GnpPlacements, running_measurer
+    from webgather.runtime.partition.gnp import GnpPlacements, running_measurer
 
     hub = InProcessHub(64)
     book = _LosesCancellations(hub)

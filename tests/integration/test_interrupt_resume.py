@@ -76,7 +76,7 @@ async def test_ctrl_c_prints_the_summary_says_how_to_resume_and_the_runs_add_up(
 
 async def test_max_pages_counts_the_whole_crawl_over_its_runs(tmp_path: Path) -> None:
     """--max-pages means the crawl's pages in all, as in a cluster: a resume continues the count."""
-    from webgather.runtime.crawl import run_crawl
+    from webgather.runtime.launch.crawl import run_crawl
 
     model = WebModel(WebParams.for_tests())
     out = tmp_path / "out"

@@ -163,7 +163,7 @@ async def test_joining_a_redis_crawl_takes_its_hooks_and_this_node_s_items_path(
     from webgather.cluster.redis import RedisBackend
     from webgather.commands.node import default_node_id
     from webgather.config import HooksConfig
-    from webgather.runtime.cluster_crawl import start_crawl
+    from webgather.runtime.launch.cluster import start_crawl
 
     model, node = WebModel(WebParams.for_tests(n_hosts=3)), default_node_id()
     async with TestWebServer(model) as server:

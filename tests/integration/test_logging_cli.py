@@ -36,7 +36,7 @@ if sys.argv[4] == "configured":
     import logging
     logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
 from webgather.config import load
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 config = load(None, None, {"out_dir": sys.argv[1], "fetch.resolve_file": sys.argv[3],
                            "fetch.allow_addresses": ("127.0.0.0/8",), "robots.error_retry_s": 0.05,
                            "robots.max_tries": 2})
@@ -79,8 +79,8 @@ def test_default_diagnostics_are_timestamped_text_lines_on_stderr(
     done = _crawl(tmp_path, closed_seed)
     lines = done.stderr.splitlines()
     assert len(lines) == 2 and all(TEXT_LINE.match(line) for line in lines), done.stderr
-    assert " WARNING webgather.runtime.robots_driver: robots.txt of closed.test:" in lines[0] and WARNING_TEXT in lines[0]
-    assert " INFO webgather.runtime.robots_driver: gave up closed.test:" in lines[1] and INFO_TEXT in lines[1]
+    assert " WARNING webgather.runtime.engine.robots_driver: robots.txt of closed.test:" in lines[0] and WARNING_TEXT in lines[0]
+    assert " INFO webgather.runtime.engine.robots_driver: gave up closed.test:" in lines[1] and INFO_TEXT in lines[1]
     assert not any(TEXT_LINE.match(line) for line in done.stdout.splitlines()), done.stdout  # stdout: the result
 
 
@@ -89,7 +89,7 @@ def test_json_format_is_one_object_per_line_with_the_node(tmp_path: Path, closed
     records = [json.loads(line) for line in done.stderr.splitlines()]
     assert [r["level"] for r in records] == ["warning", "info"], done.stderr
     for record in records:
-        assert ISO_UTC.match(record["time"]) and record["logger"] == "webgather.runtime.robots_driver"
+        assert ISO_UTC.match(record["time"]) and record["logger"] == "webgather.runtime.engine.robots_driver"
         assert record["node"] == "n0"
     assert WARNING_TEXT in records[0]["message"] and INFO_TEXT in records[1]["message"]
 
@@ -167,6 +167,6 @@ def test_a_library_user_sees_nothing_until_they_configure_logging(
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     if logging_set_up:  # the same crawl has something to say: the test above is not vacuous
-        assert done.stderr.startswith("WARNING webgather.runtime.robots_driver: robots.txt of closed.test:")
+        assert done.stderr.startswith("WARNING webgather.runtime.engine.robots_driver: robots.txt of closed.test:")
     else:
         assert done.stderr == ""

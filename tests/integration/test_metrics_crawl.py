@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from webgather.config import ClusterConfig, to_toml
-from webgather.runtime.crawl import run_crawl
-from webgather.runtime.metrics import serve_metrics
-from webgather.runtime.node import CrawlNode
-from webgather.runtime.parts import open_parts
-from webgather.runtime.stats import FETCH_SECONDS_BUCKETS
+from webgather.runtime.launch.crawl import run_crawl
+from webgather.runtime.metrics.node import serve_metrics
+from webgather.runtime.engine.node import CrawlNode
+from webgather.runtime.engine.parts import open_parts
+from webgather.runtime.engine.stats import FETCH_SECONDS_BUCKETS
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import WebParams, crawl_config_for
 from webgather.testweb.server import TestWebServer
@@ -169,7 +169,7 @@ async def test_each_worker_serves_its_metrics_on_port_plus_k(model: WebModel, tm
 async def test_a_recrawl_cycle_serves_its_counters(tmp_path: Path) -> None:
     from recrawl_web import HOUR, T0, JumpClock, changing_web, recrawl_config
 
-    from webgather.runtime.crawl import run_cycle
+    from webgather.runtime.launch.crawl import run_cycle
 
     port = free_port()
     clock = JumpClock(T0 + 60)

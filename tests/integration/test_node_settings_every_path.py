@@ -1,4 +1,4 @@
-"""Every local setting holds on every path that starts a node (``runtime.launch``, ``config.local``).
+"""Every local setting holds on every path that starts a node (``runtime.launch.start``, ``config.local``).
 
 Each path runs a small crawl of a loopback web whose answers take 50 ms, with the node's settings
 spread over the layers: the file says ``fetch.concurrency = 9`` and ``pin_cpu = "off"``, the
@@ -82,7 +82,7 @@ async def _start_in_redis(web: Web, url: str, name: str, node: str) -> None:
     """Define a crawl in Redis (as ``crawl --redis`` does) without running a node."""
     from webgather.cluster.redis import RedisBackend
     from webgather.config import load
-    from webgather.runtime.cluster_crawl import start_crawl
+    from webgather.runtime.launch.cluster import start_crawl
 
     config = load(web.crawl_file, {}, {"out_dir": str(web.out)})
     backend = await RedisBackend.connect(url, name, config.cluster.n_buckets)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from webgather.config import FrontierConfig
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 from webgather.sim.order import pagerank
 from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.graph import WebModel

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from webgather.config import CrawlConfig, FetchConfig, ParseConfig, PolitenessConfig
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 from webgather.store.crawllog import read_crawl_log
 
 DEEP = b"<html><body>" + b"<div>" * 500_000 + b"<a href=/never>x</a>" + b"</div>" * 500_000

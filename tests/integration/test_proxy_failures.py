@@ -16,7 +16,7 @@ from webgather.config import CrawlConfig, FetchConfig, PolitenessConfig, RobotsC
 from webgather.fetch.guard import AddressGuard
 from webgather.fetch.http import HttpClient
 from webgather.fetch.resolver import Resolver
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 from webgather.store.crawllog import read_crawl_log
 
 from forward_proxy import ForwardProxy, closed_port

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from webgather.runtime.crawl import run_continuous, run_cycle
+from webgather.runtime.launch.crawl import run_continuous, run_cycle
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.server import TestWebServer

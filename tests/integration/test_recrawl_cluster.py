@@ -20,8 +20,8 @@ from webgather.cluster.status import merge_recrawl
 from webgather.config import ClusterConfig, CrawlConfig
 from webgather.recrawl.state import state_path
 from webgather.recrawl.state import UrlState
-from webgather.runtime.cluster_crawl import run_cluster_node, start_cycle
-from webgather.runtime.cluster_node import ClusterNode
+from webgather.runtime.launch.cluster import run_cluster_node, start_cycle
+from webgather.runtime.member.node import ClusterNode
 from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.server import TestWebServer
 from webgather.urls import host_key

@@ -13,7 +13,7 @@ from pathlib import Path
 from webgather.config import to_toml
 from webgather.recrawl.state import state_path
 from webgather.recrawl.state import UrlState
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.server import TestWebServer
 

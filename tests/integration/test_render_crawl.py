@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from webgather.config import CrawlConfig, RenderConfig
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 from webgather.store.crawllog import read_crawl_log
 from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.graph import WebModel

@@ -26,7 +26,7 @@ from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
 from webgather.robots.gate import Allow, Deny
 from webgather.robots.parse import ALLOW_ALL
-from webgather.runtime.render_stage import RenderStage
+from webgather.runtime.engine.render_stage import RenderStage
 from webgather.scope import Scope
 from webgather.urls import fingerprint
 

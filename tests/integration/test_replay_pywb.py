@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import WebParams, crawl_config_for
 from webgather.testweb.server import TestWebServer
@@ -174,7 +174,7 @@ def test_a_revisit_replays_its_originals_body(tmp_path: Path) -> None:
     """A re-crawl's revisit records (304, or the same digest) carry no body: pywb serves the original's,
     the newest capture included (a 304 revisit replayed as such would be an empty 304: pywbcoll repoints it)."""
     assert WAYBACK is not None
-    from webgather.runtime.crawl import run_cycle
+    from webgather.runtime.launch.crawl import run_cycle
 
     from recrawl_web import HOUR, T0, JumpClock, changing_web, recrawl_config
 

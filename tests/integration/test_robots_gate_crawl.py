@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from webgather.config import RobotsConfig
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 
 from robots_web import Answer, RobotsWeb, closed_port, config_for, log_entries, page
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from webgather.runtime.crawl import run_crawl
+from webgather.runtime.launch.crawl import run_crawl
 from webgather.testweb.closure import crawl_outcomes
 from webgather.testweb.graph import WebModel
 from webgather.testweb.params import WebParams, crawl_config_for

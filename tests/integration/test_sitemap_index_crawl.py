@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from webgather.runtime.parse_pool import MAX_CHILD_SITEMAPS_PER_HOST
+from webgather.runtime.engine.parse_pool import MAX_CHILD_SITEMAPS_PER_HOST
 
 NS = b'xmlns="http://www.sitemaps.org/schemas/sitemap/0.9"'
 

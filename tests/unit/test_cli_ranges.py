@@ -16,7 +16,7 @@ import pytest
 from webgather.cli import main
 from webgather.config import load
 from webgather.errors import ConfigError
-from webgather.runtime.affinity import worker_pins
+from webgather.runtime.engine.affinity import worker_pins
 
 ALLOWED = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
 

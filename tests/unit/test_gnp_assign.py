@@ -15,7 +15,7 @@ from webgather.cluster.positions import Placement, positions_of
 from webgather.config import ClusterConfig, CrawlConfig
 from webgather.errors import ClusterError
 from webgather.clock import SystemClock
-from webgather.runtime.cluster_gnp import GnpPlacements
+from webgather.runtime.partition.gnp import GnpPlacements
 
 M = 64
 NODES = {"a": (0.0, 0.0), "b": (10.0, 0.0), "c": (0.0, 10.0), "d": (60.0, 60.0), "e": (62.0, 58.0)}

@@ -31,15 +31,34 @@ def test_import_linter_contracts_are_kept() -> None:
     done = subprocess.run([str(lint), "--no-cache", "--config", str(ROOT / "pyproject.toml")],
                           capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
-    assert "2 kept, 0 broken" in done.stdout
+    assert "3 kept, 0 broken" in done.stdout
+
+
+def _layered_names(container: str) -> set[str]:
+    contract = next(c for c in _contracts() if c["type"] == "layers" and c["containers"] == [container])
+    layers = contract["layers"]
+    assert isinstance(layers, list)
+    return {name.strip() for layer in layers for name in str(layer).split("|")}
+
+
+def _parts(package: Path) -> set[str]:
+    return {p.stem for p in package.glob("*.py") if p.stem != "__init__"} | {
+        p.name for p in package.iterdir() if p.is_dir() and (p / "__init__.py").exists()
+    }
 
 
 def test_every_part_of_the_package_is_in_a_layer() -> None:
-    layers = next(c for c in _contracts() if c["type"] == "layers")["layers"]
-    assert isinstance(layers, list)
-    named = {name.strip() for layer in layers for name in str(layer).split("|")}
-    parts = {p.stem for p in SRC.glob("*.py") if p.stem != "__init__"} | {
-        p.name for p in SRC.iterdir() if p.is_dir() and (p / "__init__.py").exists()
-    }
+    named, parts = _layered_names("webgather"), _parts(SRC)
     assert parts - named == set(), "parts of webgather outside every layer"
     assert named - parts == set(), "layers naming no part of webgather"
+
+
+def test_every_runtime_module_is_in_a_layered_subpackage() -> None:
+    """The runtime is split by job: no module sits loose in it, every subpackage is a layer."""
+    runtime = SRC / "runtime"
+    named, parts = _layered_names("webgather.runtime"), _parts(runtime)
+    assert {p.stem for p in runtime.glob("*.py")} == {"__init__"}, "a module loose in runtime/"
+    assert parts == named, "runtime subpackages and the runtime's layers differ"
+    for sub in parts:
+        doc = (runtime / sub / "__init__.py").read_text()
+        assert doc.startswith('"""') and len(doc) > 80, f"runtime/{sub} has no docstring saying its job"

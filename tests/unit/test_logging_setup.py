@@ -15,7 +15,7 @@ import pytest
 import webgather
 from webgather.errors import ConfigError
 from webgather.logs import LogSettings, child_args, configure, node_context
-from webgather.runtime.cluster_run import node_command
+from webgather.runtime.launch.workers import node_command
 
 SRC = Path(webgather.__file__).parent
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")

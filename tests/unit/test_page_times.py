@@ -6,7 +6,7 @@ import pytest
 
 from webgather.cluster.status import merge_summaries
 from webgather.commands.report import print_cluster_summary, print_summary
-from webgather.runtime.stats import PAGE_TIME_BUCKETS, CrawlStats, page_time_bucket, page_time_upper_s
+from webgather.runtime.engine.stats import PAGE_TIME_BUCKETS, CrawlStats, page_time_bucket, page_time_upper_s
 from webgather.store.summary import add_run
 
 

@@ -14,7 +14,7 @@ from webgather.cluster.definition import CrawlDefinition
 from webgather.config import ScopeConfig, load, to_toml
 from webgather.errors import ConfigError
 from webgather.frontier.model import CrawlItem
-from webgather.runtime.pipeline import make_items
+from webgather.runtime.engine.pipeline import make_items
 from webgather.scope import Scope
 from webgather.scope_rules import UrlRules
 from webgather.surtkey import surt, surt_prefix

@@ -14,8 +14,8 @@ from webgather.cluster.mapping import initial
 from webgather.cluster.status_html import render_page
 from webgather.cluster.status_model import HISTORY_INTERVALS, build_status, status_record
 from webgather.cluster.status_svg import line_chart, nice_ticks
-from webgather.runtime.host_tally import HostTally
-from webgather.runtime.stats import CrawlStats
+from webgather.runtime.engine.host_tally import HostTally
+from webgather.runtime.engine.stats import CrawlStats
 
 EPOCH = 1_700_000_000.0
 

@@ -24,5 +24,5 @@ Called by ``runtime``; calls ``frontier`` only for its value types.
 * ``status`` (pure): load balance per interval (Table 1's variance), merged
   summaries, what ``webgather cluster status`` prints.
 
-The running node that composes them is ``webgather.runtime.cluster_node``.
+The running node that composes them is ``webgather.runtime.member.node``.
 """

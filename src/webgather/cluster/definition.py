@@ -10,9 +10,9 @@ disagree; a node that names a different M is refused with a one-line error.
 
 Per-node settings stay local (:mod:`webgather.config.local`): ``out_dir``, ``progress``, ``fetch.concurrency``,
 ``pin_cpu``, ``fetch.source_address``, ``metrics``; each node takes them from its own layers.
-``max_pages`` is the crawl's (crawl-wide: :mod:`webgather.runtime.cluster_permits`);
+``max_pages`` is the crawl's (crawl-wide: :mod:`webgather.runtime.member.permits`);
 it limits the crawl, not its re-crawl cycles (a cycle's nodes run without it:
-the cycle's budget limits them, :mod:`webgather.runtime.cluster_budget`).
+the cycle's budget limits them, :mod:`webgather.runtime.member.budget`).
 Re-crawl settings (``recrawl.*``) are not part of it: each re-crawl cycle has
 its own (:class:`CycleSpec`, stored per cycle: ``webgather recrawl DIR --budget
 N`` may change them from one cycle to the next without a conflict).
@@ -206,7 +206,7 @@ class CycleSpec:
     """One re-crawl cycle of a cluster crawl: what every node of the cycle agrees on.
 
     The cycle's number is the coordinator's counter ``recrawl.cycle`` (see
-    :mod:`webgather.runtime.cluster_cycle`); this is what is stored beside it."""
+    :mod:`webgather.runtime.cycle.cluster`); this is what is stored beside it."""
 
     cycle: int
     started_s: float

@@ -15,7 +15,7 @@ connection of its own (Redis runs them in that order) and, if the member key
 still existed and the table's version is the one the node has adopted, reports
 the renewal's send time through ``kept``: the same rule as the loop's beat (a
 heartbeat that succeeded, then a table read sent after it that matches the
-node's table; ``runtime.cluster_fence``). It never writes the member info, which
+node's table; ``runtime.member.fence``). It never writes the member info, which
 stays the loop's (idle flags, load figures); it only keeps the key from expiring.
 The GIL hands the thread a turn within the interpreter's switch interval
 (5 ms), whatever the loop is doing.

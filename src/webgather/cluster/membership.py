@@ -19,7 +19,7 @@ One tick does at most one of these, in this order:
    lock is held, so a node that stalls longer than the TTL is not torn apart), is dead. Its buckets are
    spread over the live nodes (``plan_leave``, one CAS for all dead nodes),
    then ``recover(dead, buckets)`` re-sends the dead node's state as hand-offs
-   (see ``runtime.cluster_recovery``). Deaths are acted on at once, even while
+   (see ``runtime.durability.recovery``). Deaths are acted on at once, even while
    other hand-offs are under way. Counters ``recover.wanted.<node>`` and
    ``recover.done.<node>`` let the next lease holder finish a recovery that
    its predecessor began and did not end.

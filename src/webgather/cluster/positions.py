@@ -18,7 +18,7 @@ under the crawl's prefix, beside those listed in :mod:`webgather.cluster.redis`)
 
 Placements are set-if-absent like the shared addresses of ``--partition-by ip``:
 a host's bucket never changes during a crawl, so every node files it in the same
-bucket whatever coordinates it fitted (see :mod:`webgather.runtime.cluster_gnp`).
+bucket whatever coordinates it fitted (see :mod:`webgather.runtime.partition.gnp`).
 """
 
 from __future__ import annotations

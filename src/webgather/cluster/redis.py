@@ -399,7 +399,7 @@ class RedisCoordinator:
 
     async def lease_check(self, node: str) -> tuple[int, int | None]:
         """The member key of ``node``: its remaining life in Redis's time (ms, negative if it is
-        gone), and the table's version (None: no table). One script call (``runtime.cluster_fence``)."""
+        gone), and the table's version (None: no table). One script call (``runtime.member.fence``)."""
         ttl, version = await self.backend.run("LEASE_CHECK", [self.keys.member_prefix + node, self.keys.table], [])
         return int(ttl), int(version) if version else None
 

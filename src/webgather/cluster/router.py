@@ -33,7 +33,7 @@ returns None for a host whose shared address this node does not know yet.
 Such items are *parked* (they count for the page barrier like buffered ones)
 and one background task at a time calls ``learn`` for the hosts of every
 parked item (one batched lookup, never blocking the event loop), then routes
-them. See :mod:`webgather.runtime.cluster_addresses`.
+them. See :mod:`webgather.runtime.partition.addresses`.
 
 Sends are retried while the backend is unavailable (a page then waits at its
 barrier: back-pressure, not loss). The flusher is :meth:`Router.run`, which the

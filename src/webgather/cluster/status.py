@@ -177,7 +177,7 @@ def status_text(members: Mapping[str, Mapping[str, Any]], table: BucketTable | N
     if extra:
         lines.append("recovery: " + ", ".join(f"{k} {v}" for k, v in sorted(extra.items())))
     lost = {k: counters[k] for k in ("unrecoverable_buckets", "buckets_started_empty") if counters.get(k)}
-    if lost:  # the same line every node prints (runtime.cluster_losses)
+    if lost:  # the same line every node prints (runtime.durability.losses)
         lines.append("DATA LOST: " + ", ".join(f"{k} {v}" for k, v in lost.items())
                      + " (buckets whose state could not be recovered after a node died)")
     return "\n".join(lines)

@@ -1,7 +1,7 @@
 """The status page's figures (``webgather status serve``) from what a cluster publishes. Pure.
 
 Input is what ``webgather cluster status`` reads: the live members' heartbeat
-info (``runtime.cluster_figures.node_info``), the bucket table and the crawl's
+info (``runtime.member.figures.node_info``), the bucket table and the crawl's
 counters, plus the reader's wall clock ``now``. Output is one typed
 :class:`ClusterStatus`, which the page renders (:mod:`webgather.cluster.status_html`)
 and ``/status.json`` serves as it is (:func:`status_record`).
@@ -20,9 +20,9 @@ Figures and where they come from:
   last one and the mean over the history window;
 * errors by kind: the nodes' ``errors`` summed; busiest hosts: the nodes'
   ``hosts`` (each node's top ten, with the Space-Saving overcount of
-  ``runtime.host_tally``) summed per host, top :data:`TOP_HOSTS`;
+  ``runtime.engine.host_tally``) summed per host, top :data:`TOP_HOSTS`;
 * losses: the crawl-wide counters ``unrecoverable_buckets`` and
-  ``buckets_started_empty`` (``runtime.cluster_losses``), shown in red.
+  ``buckets_started_empty`` (``runtime.durability.losses``), shown in red.
 
 Figures of nodes that are no longer alive are gone with their heartbeat.
 """
@@ -45,7 +45,7 @@ HISTORY_INTERVALS = 60
 """Complete load intervals shown in the pages/s chart."""
 TOP_HOSTS = 10
 LOSS_COUNTERS = ("unrecoverable_buckets", "buckets_started_empty")
-"""The names ``runtime.cluster_losses`` counts (that layer sits above this one)."""
+"""The names ``runtime.durability.losses`` counts (that layer sits above this one)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -110,7 +110,7 @@ class ClusterStatus:
     """By kind, most frequent first."""
     busiest: tuple[HostRow, ...]
     losses: tuple[tuple[str, int], ...]
-    """Loss counters above zero: the crawl lost buckets' state (see runtime.cluster_losses)."""
+    """Loss counters above zero: the crawl lost buckets' state (see runtime.durability.losses)."""
     recovery: tuple[tuple[str, int], ...]
     ended: str = ""
     """Set when the figures are the ended crawl's last state from its summaries, not live ones: where they

@@ -41,7 +41,7 @@ def run_main_job(config: CrawlConfig, seeds: list[str]) -> dict[str, Any]:
     """Run a single-node crawl under uvloop; returns the summary."""
     import uvloop
 
-    from webgather.runtime.crawl import run_crawl
+    from webgather.runtime.launch.crawl import run_crawl
 
     return uvloop.run(run_crawl(config, seeds, progress=config.progress and sys.stderr.isatty()))
 

@@ -79,7 +79,7 @@ def _main(args: argparse.Namespace) -> int:
         raise ConfigError(f"node needs the crawl's Redis: --redis URL, --redis-file PATH or {REDIS_URL_ENV}")
     args.node_id = check_node(args.node_id or default_node_id())  # before any directory or connection
     if args.items is not None:
-        from webgather.runtime.item_sinks import check_items_format
+        from webgather.runtime.engine.item_sinks import check_items_format
 
         check_items_format(args.items)
     prepare_out_dir(args.out)
@@ -148,7 +148,7 @@ async def _connect_and_join(args: argparse.Namespace) -> tuple[Any, Any]:
     from webgather.cluster.patience import within_outage
     from webgather.cluster.redis import check_url
     from webgather.config import load
-    from webgather.runtime.cluster_crawl import join_crawl
+    from webgather.runtime.launch.cluster import join_crawl
 
     check_url(args.redis)  # a malformed URL is a bad command line at once, not an outage
     saved = read_saved(args.out)
@@ -179,8 +179,8 @@ def _local(args: argparse.Namespace) -> dict[str, Any]:
 
 
 async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
-    from webgather.runtime.cluster_crawl import current_cycle, join_crawl
-    from webgather.runtime.launch import launch_node
+    from webgather.runtime.launch.cluster import current_cycle, join_crawl
+    from webgather.runtime.launch.start import launch_node
 
     node_id, local = args.node_id, _local(args)
     backend, found = await _connect_and_join(args)
@@ -222,7 +222,7 @@ async def _next_run(backend: Any, poll_s: float = 1.0) -> bool:
 def run_cluster_main(args: argparse.Namespace, config: CrawlConfig, seeds: list[str]) -> int:
     """``webgather crawl`` with ``--workers`` (local node processes) or ``--redis`` (this process is a node)."""
     from webgather.commands.report import print_cluster_summary
-    from webgather.runtime.cluster_run import Cycles, run_workers
+    from webgather.runtime.launch.workers import Cycles, run_workers
 
     continuous = bool(getattr(args, "continuous", False))
     if continuous and not args.workers:
@@ -255,8 +255,8 @@ async def _start_and_run(args: argparse.Namespace, config: CrawlConfig, seeds: l
     from webgather.cluster.patience import within_outage
     from webgather.cluster.redis import RedisBackend, check_url
     from webgather.config.local import local_of
-    from webgather.runtime.cluster_crawl import start_crawl
-    from webgather.runtime.launch import launch_node
+    from webgather.runtime.launch.cluster import start_crawl
+    from webgather.runtime.launch.start import launch_node
 
     node = args.node_id or default_node_id()
     check_url(args.redis)  # a malformed URL is a bad command line at once, not an outage

@@ -39,7 +39,7 @@ def parse_duration(text: str) -> float:
 
 
 def add_cluster_options(parser: argparse.ArgumentParser) -> None:
-    """``--workers N`` / ``--redis URL --crawl NAME``: a cluster crawl (see webgather.runtime.cluster_run)."""
+    """``--workers N`` / ``--redis URL --crawl NAME``: a cluster crawl (see webgather.runtime.launch.workers)."""
     add = parser.add_argument
     add("--workers", type=int, default=None, help="crawl with N node processes on this machine")
     add("--redis", default=None, help="Redis URL of a cluster crawl, or @FILE holding it (default: WEBGATHER_REDIS_URL "
@@ -186,11 +186,11 @@ def config_from_args(args: argparse.Namespace) -> CrawlConfig:
     except ConfigError as exc:
         raise ConfigError(with_flag(str(exc), cli)) from None
     if config.hooks.module:  # a module that cannot be imported: one line now, not in each node later
-        from webgather.runtime.page_hooks import load_hooks
+        from webgather.runtime.engine.page_hooks import load_hooks
 
         load_hooks(config.hooks.module)
     if config.hooks.items:  # Parquet without pyarrow: one line now, not a crawl that stops at its first item
-        from webgather.runtime.item_sinks import check_items_format
+        from webgather.runtime.engine.item_sinks import check_items_format
 
         check_items_format(config.hooks.items)
     if config.render.include or config.render.include_surt:  # no Playwright or no browser: one line now

@@ -9,7 +9,7 @@ On the directory of a cluster crawl (``crawl --workers N``: ``DIR/nodes/w0..``)
 ``recrawl DIR`` runs the cycle with as many worker processes (``--workers``
 to change it) over the crawl's embedded Redis (``DIR/redis``) or ``--redis URL
 --crawl NAME``; the crawl's settings come from its stored definition, the
-re-crawl ones from this command line. See :mod:`webgather.runtime.cluster_run`.
+re-crawl ones from this command line. See :mod:`webgather.runtime.launch.workers`.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def register(sub: Any) -> None:
 def _main(args: argparse.Namespace) -> int:
     import uvloop
 
-    from webgather.runtime.crawl import run_cycle
+    from webgather.runtime.launch.crawl import run_cycle
 
     from webgather.commands.redis_url import resolve_redis_url
 
@@ -82,7 +82,7 @@ def _check_crawl_dir(out: Path) -> None:
 
 def _cluster_main(args: argparse.Namespace, config: CrawlConfig) -> int:
     """One cycle of a cluster crawl's directory with N worker processes."""
-    from webgather.runtime.cluster_run import Cycles, run_workers
+    from webgather.runtime.launch.workers import Cycles, run_workers
 
     out = Path(args.dir)
     if not (out / "nodes").is_dir():
@@ -104,7 +104,7 @@ def run_continuous_main(config: CrawlConfig, seeds: list[str], max_cycles: int |
     exit status (:func:`~webgather.commands.report.cycle_exit_code`)."""
     import uvloop
 
-    from webgather.runtime.crawl import run_continuous
+    from webgather.runtime.launch.crawl import run_continuous
 
     last: list[dict[str, Any]] = []
 

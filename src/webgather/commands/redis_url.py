@@ -4,7 +4,7 @@ or the ``WEBGATHER_REDIS_URL`` environment variable.
 A URL with a password on the command line is visible to every user of the
 machine (``ps``), so the file and environment forms keep it out of argv; the
 ``--workers`` parent hands it to its workers in their environment too
-(:func:`webgather.runtime.cluster_run.worker_env`). Errors never print the URL.
+(:func:`webgather.runtime.launch.workers.worker_env`). Errors never print the URL.
 """
 
 from __future__ import annotations

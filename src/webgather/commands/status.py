@@ -60,7 +60,7 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> None:
-    from webgather.runtime.status_server import StatusServer, open_reader
+    from webgather.runtime.metrics.status_server import StatusServer, open_reader
 
     from pathlib import Path
 

@@ -220,7 +220,7 @@ class ClusterConfig:
     """M of the two-stage mapping: partition key -> bucket (hash mod M) -> node. Fixed per crawl."""
     partition_by: Literal["host", "ip", "gnp"] = "host"
     """Partition key: the host, or its address as first resolved by any node (a per-IP cap then holds cluster-wide),
-    or "gnp": a host goes to one of its K nearest nodes by GNP coordinates (see runtime.cluster_gnp)."""
+    or "gnp": a host goes to one of its K nearest nodes by GNP coordinates (see runtime.partition.gnp)."""
     batch_urls: int = 64
     """R: a bucket's cross URLs are sent once this many are waiting..."""
     batch_wait_s: float = 0.05
@@ -248,7 +248,7 @@ class ClusterConfig:
     shared_store: str | None = None
     """Where what must outlive a machine goes (``file:///path`` or ``s3://bucket/prefix``): closed WARC
     files and their CDXJ, and every bucket's checkpoint; a dead node's buckets are restored from it
-    (:mod:`webgather.runtime.checkpoint`). None: nothing leaves the nodes' own disks."""
+    (:mod:`webgather.runtime.durability.checkpoint`). None: nothing leaves the nodes' own disks."""
     checkpoint_s: float = 10.0
     """With a shared store: how often a node uploads its closed WARC files and checkpoints its buckets
     (what a lost node fetched since its last checkpoint is fetched again). Below ``claim_idle_s``."""
@@ -298,7 +298,7 @@ class RecrawlConfig:
 
 @dataclass(frozen=True, slots=True)
 class ParseConfig:
-    """Where HTML is parsed (:mod:`webgather.runtime.parse_pool`): inline on the event loop
+    """Where HTML is parsed (:mod:`webgather.runtime.engine.parse_pool`): inline on the event loop
     when a cheap pre-scan says the page is small, else in a parser process with a deadline."""
 
     max_seconds: float = 2.0
@@ -315,12 +315,12 @@ class ParseConfig:
 
 @dataclass(frozen=True, slots=True)
 class HooksConfig:
-    """Page hooks and where their items go (:mod:`webgather.runtime.page_hooks`, :mod:`webgather.runtime.item_sinks`).
+    """Page hooks and where their items go (:mod:`webgather.runtime.engine.page_hooks`, :mod:`webgather.runtime.engine.item_sinks`).
     A top-level ``hooks = "pkg.mod"`` (the older spelling, and ``WEBGATHER_HOOKS``) sets ``hooks.module``."""
 
     module: str | None = None
     """Page hooks: the import path of a module (``pkg.mod``, importable by the crawl's Python) that defines
-    ``on_page(page)`` and/or ``on_link(url)`` (:mod:`webgather.runtime.page_hooks`). Part of the crawl's
+    ``on_page(page)`` and/or ``on_link(url)`` (:mod:`webgather.runtime.engine.page_hooks`). Part of the crawl's
     definition: every node of a cluster loads the same module. None: no hooks."""
     items: str | None = None
     """Where the hooks' items go, the format from the suffix: ``.jsonl`` (JSON Lines) or ``.parquet`` (a
@@ -335,7 +335,7 @@ class HooksConfig:
 
 @dataclass(frozen=True, slots=True)
 class RenderConfig:
-    """Pages rendered in headless Chromium through Playwright (:mod:`webgather.runtime.render_stage`):
+    """Pages rendered in headless Chromium through Playwright (:mod:`webgather.runtime.engine.render_stage`):
     the HTML pages of URLs a rule matches are loaded in the browser from the bytes already fetched,
     and their links are taken from the rendered DOM (archived as a WARC ``conversion`` record).
     No rule: nothing is rendered and Playwright is not needed (the ``render`` extra)."""
@@ -362,13 +362,13 @@ class CrawlConfig:
     """Seed URLs (the command line's SEED arguments; a resumed crawl also reads DIR/seeds.txt)."""
     max_pages: int | None = None
     """Pages the crawl fetches in all, over all its runs (a resume continues the count), on one node and
-    in a cluster alike (crawl-wide page permits: :mod:`webgather.runtime.cluster_permits`). A one-node
+    in a cluster alike (crawl-wide page permits: :mod:`webgather.runtime.member.permits`). A one-node
     run killed -9 wrote no summary: its pages are not counted against the limit."""
     progress: bool = True
     """A live progress display on a terminal."""
     pin_cpu: str = "auto"
     """Keep the node's threads on one CPU: "auto" (the one it starts on), "off", or N (the
-    N-th CPU this process may run on; refused if there are not that many); see :mod:`webgather.runtime.affinity`."""
+    N-th CPU this process may run on; refused if there are not that many); see :mod:`webgather.runtime.engine.affinity`."""
     politeness: PolitenessConfig = field(default_factory=PolitenessConfig)
     fetch: FetchConfig = field(default_factory=FetchConfig)
     scope: ScopeConfig = field(default_factory=ScopeConfig)
@@ -381,6 +381,6 @@ class CrawlConfig:
     metrics: str | None = None
     """Serve this node's Prometheus metrics on ``ADDR:PORT`` (``PORT`` alone: 127.0.0.1; port 0: a free
     one, logged at INFO); None: off. With ``--workers N`` worker K listens on PORT+K
-    (:mod:`webgather.runtime.metrics`)."""
+    (:mod:`webgather.runtime.metrics.node`)."""
     hooks: HooksConfig = field(default_factory=HooksConfig)
     render: RenderConfig = field(default_factory=RenderConfig)

@@ -26,7 +26,7 @@ values, the least recently set evicted first; a cookie over 4096 bytes is refuse
 :class:`CookieHttp` wraps the node's HTTP client: it adds the ``Cookie`` header (so
 the WARC request record holds it as sent) and stores the response's ``Set-Cookie``.
 A ``Cookie`` header the crawl's own hooks set wins over the jar's. The node keeps its jar in
-``state/cookies.json`` between runs (:meth:`CrawlCookies.save`, ``runtime.parts``): a resumed crawl
+``state/cookies.json`` between runs (:meth:`CrawlCookies.save`, ``runtime.engine.parts``): a resumed crawl
 keeps its sessions. In a cluster each node keeps its own: a host's cookies do not move with its
 bucket.
 """

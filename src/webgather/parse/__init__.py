@@ -5,7 +5,7 @@ its URL and its Content-Type header. Output: a :class:`ParsedPage` (links in
 document order with anchor text and ``rel=nofollow``, ``<base href>``,
 ``rel=canonical``, meta robots, charset, title, visible text) or a
 :class:`SitemapDoc` (page URLs and child sitemaps). Called by
-``runtime.pipeline`` for each 2xx HTML page or ``kind="sitemap"`` document; the
+``runtime.engine.pipeline`` for each 2xx HTML page or ``kind="sitemap"`` document; the
 pipeline passes :func:`followable` links to the router and writes all links
 to the link log. Nothing here raises on garbage input.
 """

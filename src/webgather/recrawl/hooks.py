@@ -1,6 +1,6 @@
 """The re-crawl's seam in the node: conditional requests, revisit records, per-URL state.
 
-:class:`~webgather.runtime.node.CrawlNode` takes an optional ``hooks`` object
+:class:`~webgather.runtime.engine.node.CrawlNode` takes an optional ``hooks`` object
 (:class:`FetchHooks`); without one it crawls exactly as before. With
 :class:`RecrawlHooks`:
 

@@ -5,7 +5,7 @@ User-Agent; ``now`` from the caller's clock. Output: :class:`RobotsRules`
 (``allowed(url)``, ``crawl_delay_s``, ``sitemaps``) and the node's
 :class:`RobotsGate`, which owns every host's robots state and answers each URL
 with an action: allow, deny, wait, or fetch robots.txt first. Driven by
-``runtime.robots_driver`` (which does the fetching; ``runtime.robots`` follows
+``runtime.engine.robots_driver`` (which does the fetching; ``runtime.engine.robots_fetch`` follows
 the redirects); the synthetic web's ``closure`` uses :func:`is_allowed`.
 """
 

@@ -1,7 +1,7 @@
 """The robots gate: every host's robots.txt state and the action each URL gets. Pure.
 
 One :class:`RobotsGate` per node owns the robots state of every host the node
-crawls; the runtime shell (``runtime.robots_driver``) only carries out what it
+crawls; the runtime shell (``runtime.engine.robots_driver``) only carries out what it
 answers. Time is passed in as ``now`` (monotonic seconds).
 
 Per host the gate holds one of:

@@ -1,7 +1,7 @@
 """The shared store: what must outlive a machine (closed WARC files, their CDXJ, bucket checkpoints).
 
 A cluster crawl started with ``--shared-store URL`` keeps there what a node's
-own disk cannot promise to keep (see :mod:`webgather.runtime.checkpoint`).
+own disk cannot promise to keep (see :mod:`webgather.runtime.durability.checkpoint`).
 Two kinds of URL:
 
 * ``file:///path``: a directory (local, or shared by NFS and the like). A put

@@ -8,7 +8,7 @@ cost the loop about 10 us a page (profiled: 7 % of the crawler's GIL time),
 the C queue's put well under one. The thread
 builds records, digests and gzips them (zlib and hashlib release the GIL on
 large buffers) and writes them. A node keeps both threads on one CPU
-(:mod:`webgather.runtime.affinity`): handing the GIL between two cores cost
+(:mod:`webgather.runtime.engine.affinity`): handing the GIL between two cores cost
 more than the parallel gzip gained. An
 error in the thread is kept and raised as :class:`StoreError` (a failed write
 as :class:`WriteFailed`, disk full) by the next

@@ -209,7 +209,7 @@ class _Walk:
             self.offer(requisite, depth, 0, requisite_kind(requisite_hops(kind) + 1))
 
     def requisites_of(self, response: Response, got: ExpectedFetch, kind: str) -> tuple[str, ...]:
-        """What the crawl fetches as requisites of ``response`` (pipeline: ``runtime.requisite_items``)."""
+        """What the crawl fetches as requisites of ``response`` (pipeline: ``runtime.engine.requisite_items``)."""
         scope = self.config.scope
         if not response.requisites or not scope.requisites or requisite_hops(kind) >= scope.requisite_hops:
             return ()

@@ -21,8 +21,8 @@ from webgather.recrawl.observe import UrlRecord
 from webgather.recrawl.policy import apportion
 from webgather.recrawl.rows import decode_rows, encode_rows
 from webgather.recrawl.state import UrlState
-from webgather.runtime.cluster_budget import CycleBudget
-from webgather.runtime.cluster_recovery import recover_node
+from webgather.runtime.member.budget import CycleBudget
+from webgather.runtime.durability.recovery import recover_node
 from webgather.store.warc import ArchiveRef
 from webgather.urls import fingerprint, host_key
 

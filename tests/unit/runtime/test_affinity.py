@@ -1,4 +1,4 @@
-"""runtime.affinity: a node's threads on one CPU, the mask restored after."""
+"""runtime.engine.affinity: a node's threads on one CPU, the mask restored after."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from webgather.runtime.affinity import pinned
+from webgather.runtime.engine.affinity import pinned
 
 ALLOWED = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 needs_two = pytest.mark.skipif(len(ALLOWED) < 2, reason="needs two allowed CPUs")

@@ -19,9 +19,9 @@ from webgather.config import CrawlConfig, FrontierConfig, PolitenessConfig
 from webgather.errors import StoreError
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
-from webgather.runtime.checkpoint import Checkpointer, HeldAcks, checkpoint_key, manifest_key, snapshot_bucket
+from webgather.runtime.durability.checkpoint import Checkpointer, HeldAcks, checkpoint_key, manifest_key, snapshot_bucket
 from webgather.clock import FakeClock
-from webgather.runtime.cluster_restore import restore_from_store
+from webgather.runtime.durability.restore import restore_from_store
 from webgather.store.shared import FileStore
 from webgather.urls import fingerprint
 

@@ -1,4 +1,4 @@
-"""Fencing of a cluster node's requests (``runtime.cluster_fence``) with a fake clock and a stub HTTP client."""
+"""Fencing of a cluster node's requests (``runtime.member.fence``) with a fake clock and a stub HTTP client."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from webgather.errors import Fenced
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.clock import FakeClock
-from webgather.runtime.cluster_fence import FencedHttp, Lease
-from webgather.runtime.node import CrawlNode
-from webgather.runtime.parts import open_parts
+from webgather.runtime.member.fence import FencedHttp, Lease
+from webgather.runtime.engine.node import CrawlNode
+from webgather.runtime.engine.parts import open_parts
 from webgather.urls import fingerprint
 
 TTL_S, MARGIN_S = 5.0, 0.25

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from webgather.cluster.mapping import initial
 from webgather.cluster.status import status_text
-from webgather.runtime.cluster_losses import Losses, loss_text
+from webgather.runtime.durability.losses import Losses, loss_text
 
 
 def test_losses_are_one_line_when_they_first_show_and_again_only_when_they_grow() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from webgather.runtime.cluster_buckets import stored_buckets
+from webgather.runtime.member.buckets import stored_buckets
 
 
 class CountingSeen:

@@ -1,4 +1,4 @@
-"""runtime.gc_pace: the collector's young-generation threshold while a node crawls, and after."""
+"""runtime.engine.gc_pace: the collector's young-generation threshold while a node crawls, and after."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import pytest
 from webgather.clock import FakeClock
 from webgather.config import CrawlConfig, RobotsConfig
 from webgather.fetch.model import FetchResult
-from webgather.runtime.gc_pace import CRAWL_GEN0_THRESHOLD, crawl_pace
-from webgather.runtime.node import CrawlNode
-from webgather.runtime.parts import open_parts
+from webgather.runtime.engine.gc_pace import CRAWL_GEN0_THRESHOLD, crawl_pace
+from webgather.runtime.engine.node import CrawlNode
+from webgather.runtime.engine.parts import open_parts
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Item stores (runtime.item_sinks): Parquet part files read back with pyarrow, what a kill -9 loses,
+"""Item stores (runtime.engine.item_sinks): Parquet part files read back with pyarrow, what a kill -9 loses,
 the column rule for items of different shapes, the cluster's file names, and failures as WriteFailed."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 from webgather.config import CrawlConfig, HooksConfig
 from webgather.errors import ConfigError, WriteFailed
-from webgather.runtime.item_columns import Columns
-from webgather.runtime.item_sinks import JsonLinesItems, ObjectItems, ParquetItems, check_items_format, items_path, open_items
+from webgather.runtime.engine.item_columns import Columns
+from webgather.runtime.engine.item_sinks import JsonLinesItems, ObjectItems, ParquetItems, check_items_format, items_path, open_items
 
 pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow (the test extra) is not installed")
 
@@ -84,7 +84,7 @@ def test_items_of_different_shapes_lose_nothing(tmp_path: Path) -> None:
 KILLED = """
 import json, os, signal, sys
 from pathlib import Path
-from webgather.runtime.item_sinks import ParquetItems
+from webgather.runtime.engine.item_sinks import ParquetItems
 store = ParquetItems(Path(sys.argv[1]), batch=5, flush_s=3600)
 for i in range(13):
     item = {"page_url": f"http://a.test/{i}", "n": i, "title": f"t{i}"}

@@ -1,4 +1,4 @@
-"""webgather.runtime.metrics and metrics_export: addresses, the latency histogram, the metric names, the collector."""
+"""webgather.runtime.metrics.node and metrics_export: addresses, the latency histogram, the metric names, the collector."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from prometheus_client.exposition import generate_latest
 
 from webgather.config.listen import listen_address
 from webgather.errors import ConfigError
-from webgather.runtime import metrics_export
-from webgather.runtime.metrics import ClusterSample, NodeSample, worker_metrics
-from webgather.runtime.metrics_export import NodeCollector, families
-from webgather.runtime.stats import FETCH_SECONDS_BUCKETS, CrawlStats
+from webgather.runtime.metrics import export as metrics_export
+from webgather.runtime.metrics.node import ClusterSample, NodeSample, worker_metrics
+from webgather.runtime.metrics.export import NodeCollector, families
+from webgather.runtime.engine.stats import FETCH_SECONDS_BUCKETS, CrawlStats
 
 METRIC_NAMES = [  # docs/operating.md's list: a new or renamed metric must change it too
     "webgather_node_info", "webgather_pages", "webgather_requisites", "webgather_fetch_attempts", "webgather_fetch_retries",

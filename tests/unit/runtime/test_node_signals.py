@@ -7,7 +7,7 @@ import asyncio
 import os
 import signal
 
-from webgather.runtime.signals import NodeSignals
+from webgather.runtime.engine.signals import NodeSignals
 
 
 async def _deliver(sig: int) -> None:

@@ -1,4 +1,4 @@
-"""The page-hook runner (runtime.page_hooks.PageHooks): what a hook gives, and every way it can go wrong."""
+"""The page-hook runner (runtime.engine.page_hooks.PageHooks): what a hook gives, and every way it can go wrong."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from webgather.errors import ConfigError, WriteFailed
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
-from webgather.runtime.page_hooks import HOOK_ERROR, HookFunctions, Link, Page, PageHooks, hook_functions
-from webgather.runtime.pipeline import Extracted, HostFingerprints, RoutedUrls, extract
+from webgather.runtime.engine.page_hooks import HOOK_ERROR, HookFunctions, Link, Page, PageHooks, hook_functions
+from webgather.runtime.engine.pipeline import Extracted, HostFingerprints, RoutedUrls, extract
 from webgather.scope import Scope
 from webgather.urls import fingerprint
 

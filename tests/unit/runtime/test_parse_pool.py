@@ -1,4 +1,4 @@
-"""Parsing with a deadline (runtime.parse_pool): the pre-scan, the parser processes, their end."""
+"""Parsing with a deadline (runtime.engine.parse_pool): the pre-scan, the parser processes, their end."""
 
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
 from webgather.parse.links import ParsedPage, parse_page
 from webgather.parse.sitemap import parse_sitemap
-from webgather.runtime.affinity import allowed_cpus, pinned
-from webgather.runtime.parse_pool import PARSE_TIMEOUT, ParseFailure, ParsePool, parse_inline
-from webgather.runtime.pipeline import HostFingerprints, RoutedUrls, extract, extract_parsed
+from webgather.runtime.engine.affinity import allowed_cpus, pinned
+from webgather.runtime.engine.parse_pool import PARSE_TIMEOUT, ParseFailure, ParsePool, parse_inline
+from webgather.runtime.engine.pipeline import HostFingerprints, RoutedUrls, extract, extract_parsed
 from webgather.scope import Scope
 from webgather.urls import fingerprint
 
@@ -174,7 +174,7 @@ async def test_close_and_cancel_leave_no_process() -> None:
 ORPHAN_SCRIPT = """
 import asyncio, sys, time
 from webgather.config import ParseConfig
-from webgather.runtime.parse_pool import ParsePool
+from webgather.runtime.engine.parse_pool import ParsePool
 async def main():
     pool = ParsePool(ParseConfig(max_seconds=float(sys.argv[1])))
     await pool.parse("http://a.test/", b"<p>" * 5000, None, want_text=True)

@@ -8,8 +8,8 @@ from webgather.config import ParseConfig, ScopeConfig
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
-from webgather.runtime.parse_pool import ParsePool
-from webgather.runtime.pipeline import (
+from webgather.runtime.engine.parse_pool import ParsePool
+from webgather.runtime.engine.pipeline import (
     SEED_CASH, Extracted, HostFingerprints, RoutedUrls, extract, extract_parsed, seed_items,
 )
 from webgather.scope import Scope

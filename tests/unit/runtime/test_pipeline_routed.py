@@ -1,4 +1,4 @@
-"""The node's routed-URL cache in front of the per-link path (runtime.pipeline.RoutedUrls)."""
+"""The node's routed-URL cache in front of the per-link path (runtime.engine.pipeline.RoutedUrls)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from webgather.config import ScopeConfig
 from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
-from webgather.runtime.pipeline import HostFingerprints, RoutedUrls, extract
+from webgather.runtime.engine.pipeline import HostFingerprints, RoutedUrls, extract
 from webgather.scope import Scope
 from webgather.urls import fingerprint, host_key
 

@@ -1,4 +1,4 @@
-"""runtime.robots.fetch_robots with a fake fetch: cut bodies are parsed from their prefix, redirects."""
+"""runtime.engine.robots_fetch.fetch_robots with a fake fetch: cut bodies are parsed from their prefix, redirects."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import zlib
 
 from webgather.fetch.model import FetchResult
 from webgather.robots import ALLOW_ALL
-from webgather.runtime.robots import fetch_robots
+from webgather.runtime.engine.robots_fetch import fetch_robots
 
 UA = "webgather/0.1"
 RULES = b"User-agent: *\nDisallow: /private/\n"

@@ -1,10 +1,10 @@
-"""webgather.runtime.robots_store: every host's settled robots state on disk, by wall-clock expiry."""
+"""webgather.runtime.engine.robots_store: every host's settled robots state on disk, by wall-clock expiry."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from webgather.runtime.robots_store import COMMIT_EVERY, RobotsStore
+from webgather.runtime.engine.robots_store import COMMIT_EVERY, RobotsStore
 
 
 def test_rows_are_fresh_until_they_expire_then_gone(tmp_path: Path) -> None:

@@ -15,9 +15,9 @@ from webgather.fetch.model import FetchResult
 from webgather.frontier.model import CrawlItem
 from webgather.outcome import Decision
 from webgather.parse.sitemap import SitemapDoc
-from webgather.runtime import parse_pool
-from webgather.runtime.parse_pool import ParsePool
-from webgather.runtime.pipeline import HostFingerprints, RoutedUrls, extract, extract_parsed
+from webgather.runtime.engine import parse_pool
+from webgather.runtime.engine.parse_pool import ParsePool
+from webgather.runtime.engine.pipeline import HostFingerprints, RoutedUrls, extract, extract_parsed
 from webgather.scope import Scope
 from webgather.urls import fingerprint
 

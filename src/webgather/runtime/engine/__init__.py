@@ -1,0 +1,5 @@
+"""The page engine of one node: its parts built from a config (``parts``), the run loop (``node``),
+the per-fetch pipeline (``pipeline``), parsing off the loop (``parse_pool``, ``parse_worker``), the
+robots gate's IO (``robots_driver``, ``robots_fetch``, ``robots_store``), page hooks and items,
+rendering, requisites, counters and signals. The bottom of the runtime: it imports nothing above it.
+"""

@@ -1,0 +1,76 @@
+"""The parser process of :mod:`webgather.runtime.engine.parse_pool`: a loop over stdin/stdout.
+
+Frames both ways are an 8-byte big-endian length and a pickle (the parent is the only
+peer; it wrote the program). A request is ``("page", (url, body, content_type, want_text,
+want_requisites))`` or ``("sitemap", (body, max_urls))``, the reply the :class:`~webgather.parse.links.ParsedPage` or
+:class:`~webgather.parse.sitemap.SitemapDoc`. The process starts by writing one
+ready byte (after its imports, so start-up time never counts against a page's deadline).
+
+It outlives nothing: it ends at end of input (the node closed the pipe, or died), and
+before each parse it arms ``SIGPROF`` (``cpu_s`` of the process's CPU: the parse's deadline,
+``parse.max_seconds``) and ``SIGALRM`` (``alarm_s`` of wall time, a backstop) with their default
+action, so a parse past either ends the process in the kernel even if lexbor never returns to
+Python and the node is gone (kill -9). Counting CPU, not wall time, a parse is not charged for
+the time the node's loop took to send it or read its answer, nor for the cores it shares. SIGINT and SIGTERM are ignored: a Ctrl-C reaches the
+whole process group, and the node, not the signal, decides when its parsers stop.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import struct
+import sys
+from typing import BinaryIO
+
+from webgather.parse.links import ParsedPage, parse_page
+from webgather.parse.sitemap import SitemapDoc, parse_sitemap
+
+__all__ = ["HEADER", "main"]
+
+HEADER = struct.Struct("!Q")
+
+
+def main(argv: list[str]) -> int:
+    """``argv``: ``[alarm_s, cpus, cpu_s]`` (cpus comma-separated, "" to leave the mask alone; cpu_s:
+    the CPU seconds a parse may take, ended by SIGPROF; alarm_s: the wall-time backstop, SIGALRM)."""
+    alarm_s, cpu_s = float(argv[0]), float(argv[2])
+    if argv[1] and hasattr(os, "sched_setaffinity"):
+        # undo the node's pin (inherited from the loop thread): this process is what
+        # may use the other cores
+        os.sched_setaffinity(0, {int(cpu) for cpu in argv[1].split(",")})
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.signal(signal.SIGPROF, signal.SIG_DFL)
+    source, sink = sys.stdin.buffer, sys.stdout.buffer
+    sink.write(b"R")
+    sink.flush()
+    while (request := _read_frame(source)) is not None:
+        kind, args = pickle.loads(request)
+        signal.setitimer(signal.ITIMER_PROF, cpu_s)  # the parse's own CPU: its deadline
+        signal.setitimer(signal.ITIMER_REAL, alarm_s)  # a backstop in wall time, should the node be gone
+        if kind == "page":
+            doc: ParsedPage | SitemapDoc = parse_page(*args[:3], want_text=args[3], want_requisites=args[4])
+        else:
+            doc = parse_sitemap(args[0], max_urls=args[1])
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        reply = pickle.dumps(doc, pickle.HIGHEST_PROTOCOL)
+        sink.write(HEADER.pack(len(reply)) + reply)
+        sink.flush()
+    return 0
+
+
+def _read_frame(source: BinaryIO) -> bytes | None:
+    header = source.read(HEADER.size)
+    if len(header) < HEADER.size:
+        return None
+    (length,) = HEADER.unpack(header)
+    payload = source.read(length)
+    return payload if len(payload) == length else None
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
