@@ -116,15 +116,15 @@ def _unsigned(value: int) -> int:
 class UrlState:
     """Open with :meth:`open`; one owner (the node's event loop), not thread-safe."""
 
-    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, db: sqlite3.Connection, path: Path, bucket_of: Callable[[str], int] | None = None) -> None:
         self._db = db
         self.path = path
-        self.bucket_of: Callable[[str], int] | None = None
+        self.bucket_of = bucket_of
         """URL -> cluster bucket, stored with every row written (None: no bucket)."""
 
     @classmethod
-    def open(cls, path: Path) -> UrlState:
-        """Open (creating) the state file at ``path``."""
+    def open(cls, path: Path, bucket_of: Callable[[str], int] | None = None) -> UrlState:
+        """Open (creating) the state file at ``path``; ``bucket_of``: URL -> cluster bucket (a cluster node's)."""
         path = Path(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -139,7 +139,7 @@ class UrlState:
             raise CorruptState(f"{path}: not a usable re-crawl state ({exc})") from exc
         except OSError as exc:
             raise StoreError(f"cannot open {path}: {exc.strerror}") from exc
-        return cls(db, path)
+        return cls(db, path, bucket_of)
 
     def close(self) -> None:
         self._db.close()

@@ -83,8 +83,7 @@ class RowStore:
 
     def state(self, create: bool = False) -> UrlState | None:
         if self._state is None and (create or self.path.exists()):
-            self._state = UrlState.open(self.path)
-            self._state.bucket_of = self.bucket_of
+            self._state = UrlState.open(self.path, self.bucket_of)
             self._state.fill_buckets()
         return self._state
 
@@ -140,9 +139,8 @@ class NodeCycle:
     @classmethod
     def open(cls, spec: CycleSpec, parts: NodeParts) -> NodeCycle:
         """Open the node's state (importing its crawl log if it has none) with its bucket step."""
-        state = UrlState.open(state_path(parts.out_dir))
         frontier = parts.frontier
-        state.bucket_of = lambda url: frontier.bucket_for(host_key(url))
+        state = UrlState.open(state_path(parts.out_dir), lambda url: frontier.bucket_for(host_key(url)))
         state.fill_buckets()
         return cls(spec, parts, state, import_crawl(state, parts.out_dir))
 

@@ -26,8 +26,8 @@ a link found on a page done before the snapshot was queued before that page
 completed (the page barrier), so it is in the snapshot; a link found on a page
 done after it comes back when the new owner fetches that page again (it is
 queued in the checkpoint). Before a hand-off's bucket states are sent, the node
-ships its WARC files too (``BucketKeeper.before_send``): the new owner's
-checkpoints count those pages as done.
+ships its WARC files too (:meth:`Checkpointer.ship_retrying`, the keeper's ``before_send``):
+the new owner's checkpoints count those pages as done.
 
 What a lost node costs: the pages it completed since its last checkpoint's
 snapshot, plus those in flight, are fetched again by the new owners (at the
@@ -142,13 +142,14 @@ class _Snapshot:
 class Checkpointer:
     """The checkpoint loop of one cluster node (module docstring)."""
 
-    def __init__(self, node: ClusterNode, store: SharedStore) -> None:
+    def __init__(self, node: ClusterNode, store: SharedStore, acks: HeldAcks) -> None:
+        """``acks``: the node's bucket keeper acks through it (built with it), so that the acks of what
+        it applied wait for the checkpoint that holds it; ``node`` ships through :meth:`ship_retrying`
+        before a hand-off's states are sent."""
         self.node = node
         self.store = store
         self.every_s = node.parts.config.cluster.checkpoint_s
-        self.acks = HeldAcks(node.keeper.transport)
-        node.keeper.transport = self.acks
-        node.keeper.before_send = self.ship_retrying
+        self.acks = acks
         self.shipper = WarcShipper(store, node.parts.out_dir / "warc", node.node_id)
         self.counts: Counter[str] = Counter()
         self.closed = False

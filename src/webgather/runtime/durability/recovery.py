@@ -125,9 +125,9 @@ class _DeadState:
                                                      n_buckets=config.cluster.n_buckets,
                                                      max_pages_per_host=config.scope.max_pages_per_host)
         rows_path = state_path(state_dir.parent)
-        self.rows = UrlState.open(rows_path) if rows_path.exists() else None
+        self.rows = UrlState.open(rows_path, lambda url: frontier.bucket_for(host_key(url))) \
+            if rows_path.exists() else None
         if self.rows is not None:
-            self.rows.bucket_of = lambda url: frontier.bucket_for(host_key(url))
             self.rows.fill_buckets()
 
     def export(self, buckets: tuple[int, ...], dead: str) -> tuple[list[tuple[int, bytes, int]], int]:

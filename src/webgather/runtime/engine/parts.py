@@ -150,13 +150,14 @@ async def open_parts(
     clock: Clock | None = None,
     seeds: Sequence[str] = (),
     n_buckets: int = 4096,
-    frontier_cls: type[Frontier] = Frontier, hooks: HookFunctions | None = None,
+    frontier_cls: type[Frontier] = Frontier, hooks: HookFunctions | None = None, epoch: float | None = None,
 ) -> AsyncIterator[NodeParts]:
     """Build every part of a node; close them all (flushing state) on the way out.
 
     ``n_buckets`` and ``frontier_cls`` are for cluster nodes (M of the crawl, and a
     frontier whose buckets follow the crawl's partition key). The node's threads stay
-    on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.engine.affinity`). ``hooks``: page hooks."""
+    on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.engine.affinity`). ``hooks``: page hooks.
+    ``epoch``: when the crawl started (its stats' intervals count from there; None: now)."""
     page_hooks = PageHooks.of(config, hooks, out_dir, node_id)  # first: a module that cannot be imported stops nothing built
     parser = ParsePool(config.parse, cpus := allowed_cpus())  # the mask before the pin: parsers, browser: every CPU
     # pinned before the writer thread starts (it inherits the mask); the node's records carry its id (logs)
@@ -168,7 +169,7 @@ async def open_parts(
                                      max_pages_per_host=config.scope.max_pages_per_host)
         writer, robots_store = ArchiveWriter.open(out_dir, node_id, config.store), RobotsStore.open(out_dir / "state")
         robots, scope = robots_gate(config), Scope(config.scope, seeds)
-        stats = CrawlStats(started_at=clock.wall())
+        stats = CrawlStats(started_at=clock.wall() if epoch is None else epoch, interval_s=config.cluster.interval_s)
         failed = False
         try:
             async with HttpClient(config.fetch, resolver, clock) as http, \

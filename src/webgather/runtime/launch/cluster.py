@@ -73,14 +73,14 @@ CYCLE = "recrawl.cycle"
 """Coordinator counter: the number of the crawl's latest re-crawl cycle (0: none yet)."""
 
 
-def partition_of(config: CrawlConfig, backend: Backend,
-                 node: str | None = None) -> tuple[SharedAddresses | None, type[Frontier]]:
+def partition_of(config: CrawlConfig, backend: Backend, node: str | None = None,
+                 resolver: Resolver | None = None) -> tuple[SharedAddresses | None, type[Frontier]]:
     """The shared addresses (None: the partition key is the host key) and the frontier class
     that follows the partition.
 
     With ``partition_by = "ip"`` a host's key is the first address any node published for
-    it (:mod:`webgather.runtime.partition.addresses`); the caller sets its resolver and
-    calls :meth:`~SharedAddresses.refresh` before opening a frontier from disk. With
+    it (:mod:`webgather.runtime.partition.addresses`); ``resolver`` resolves new hosts (a node's
+    is given once its parts are open: :meth:`~SharedAddresses.use_resolver`); the caller calls :meth:`~SharedAddresses.refresh` before opening a frontier from disk. With
     ``"gnp"`` it is the bucket of the first placement published (:mod:`webgather.runtime.partition.gnp`;
     ``node``: the node that places and measures, None for seeds)."""
     if config.cluster.partition_by == "host":
@@ -91,18 +91,20 @@ def partition_of(config: CrawlConfig, backend: Backend,
         from webgather.cluster.positions import positions_of
         from webgather.runtime.partition.gnp import GnpPlacements
 
-        placements = GnpPlacements(positions_of(backend), backend.coordinator(), config, SystemClock(), node=node)
+        placements = GnpPlacements(positions_of(backend), backend.coordinator(), config, SystemClock(), node=node,
+                                   resolver=resolver)
         return placements, keyed_frontier(placements.frontier_key)
-    addresses = SharedAddresses(backend.coordinator())
+    addresses = SharedAddresses(backend.coordinator(), resolver)
     return addresses, keyed_frontier(addresses.frontier_key)
 
 
 async def submit_seeds(backend: Backend, config: CrawlConfig, seeds: Sequence[str]) -> int:
     """Send the in-scope seeds to their buckets' streams; returns how many were sent."""
     items = seed_items(seeds, Scope(config.scope, seeds), config.frontier.order == "opic")
-    addresses, _ = partition_of(config, backend)
+    partitioned = config.cluster.partition_by != "host"
+    addresses, _ = partition_of(config, backend,
+                                resolver=Resolver.from_config(config.fetch, SystemClock()) if partitioned else None)
     if addresses is not None:
-        addresses.resolver = Resolver.from_config(config.fetch, SystemClock())
         await learn_retrying(addresses, [host_key(item.url) for item in items])
     by_bucket: dict[int, list[CrawlItem]] = defaultdict(list)
     for item in items:
@@ -202,9 +204,9 @@ async def _run_signalled(backend: Backend, config: CrawlConfig, *, node_id: str,
         summary: dict[str, Any] = {}
         try:
             async with open_parts(config, node_dir, node_id=node_id, clock=clock, seeds=config.seeds, hooks=hooks,
-                                  n_buckets=config.cluster.n_buckets, frontier_cls=frontier_cls) as parts:
-                node = _node(parts, backend, epoch, nodes_dir, frontier_cls, addresses, spec)
-                checkpoints = Checkpointer(node, node.watched(store)) if store is not None else None
+                                  n_buckets=config.cluster.n_buckets, frontier_cls=frontier_cls, epoch=epoch) as parts:
+                node = _node(parts, backend, nodes_dir, frontier_cls, addresses, spec, store)
+                checkpoints = node.checkpoints
                 try:
                     async with serve_node_metrics(config.metrics, node):  # config.metrics None: off
                         running = _run_node(node, on_start, signals, checkpoints, progress)
@@ -237,16 +239,14 @@ async def _prepare(backend: Backend, config: CrawlConfig, node_id: str) -> tuple
     return addresses, frontier_cls, spec, cycle_config(config, spec) if spec is not None else config
 
 
-def _node(parts: NodeParts, backend: Backend, epoch: float, nodes_dir: Path, frontier_cls: type[Frontier],
-          addresses: SharedAddresses | None, spec: CycleSpec | None) -> ClusterNode:
-    parts.stats.started_at = epoch
-    parts.stats.interval_s = parts.config.cluster.interval_s
+def _node(parts: NodeParts, backend: Backend, nodes_dir: Path, frontier_cls: type[Frontier],
+          addresses: SharedAddresses | None, spec: CycleSpec | None, store: SharedStore | None) -> ClusterNode:
     if addresses is not None:
-        addresses.resolver = parts.resolver
+        addresses.use_resolver(parts.resolver)
         addresses.pin_all()
     cycle = NodeCycle.open(spec, parts) if spec is not None else None
     return ClusterNode(parts, backend, nodes_dir=nodes_dir, frontier_cls=frontier_cls, addresses=addresses,
-                       cycle=cycle)
+                       cycle=cycle, store=store)
 
 
 def _write_failed_summary(node_dir: Path, summary: dict[str, Any], exc: WriteFailed) -> None:
@@ -264,7 +264,7 @@ async def _measured(node: ClusterNode, addresses: SharedAddresses | None,
 
         parts = node.parts
         assert isinstance(addresses, GnpPlacements)
-        addresses.table = lambda: node.ownership.table
+        addresses.follow(lambda: node.ownership.table)
         return await running_measurer(addresses, parts.config, parts.resolver, parts.clock, running)
     return await running
 

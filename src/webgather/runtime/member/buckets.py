@@ -103,7 +103,10 @@ class BucketKeeper:
     """Receive loop and hand-offs of one cluster node (module docstring)."""
 
     def __init__(self, parts: NodeParts, crawl: CrawlNode, ownership: Ownership, transport: UrlTransport,
-                 router: Router, *, claim_idle_s: float, receive_block_s: float) -> None:
+                 router: Router, *, claim_idle_s: float, receive_block_s: float, rows: RowPort | None = None,
+                 report: Callable[[BackendUnavailable], None] | None = None,
+                 prepare: Callable[[Sequence[Delivery]], Awaitable[None]] | None = None,
+                 before_send: Callable[[Sequence[int]], Awaitable[None]] | None = None) -> None:
         self.parts = parts
         self.crawl = crawl
         self.ownership = ownership
@@ -119,18 +122,22 @@ class BucketKeeper:
         self.seq = 0
         self._saved: dict[str, float] = {}
         self._leaving = asyncio.Event()
-        self.report: Callable[[BackendUnavailable], None] = self._log_unavailable
+        self.report: Callable[[BackendUnavailable], None] = report or self._log_unavailable
         """Told of each backend failure of the receive loop (the node logs one line per outage)."""
-        self.prepare: Callable[[Sequence[Delivery]], Awaitable[None]] | None = None
+        self.prepare = prepare
         """Awaited before deliveries are applied (``--partition-by ip``: learn their hosts' keys)."""
         self.closed = False
         """Set at shutdown: the loops end (a cancellation can be lost inside the Redis client)."""
-        self.rows: RowPort | None = None
+        self.rows = rows
         """The node's re-crawl rows, moved with its buckets (None: none kept)."""
-        self.before_send: Callable[[Sequence[int]], Awaitable[None]] | None = None
+        self.before_send = before_send
         """Awaited before exported bucket states are sent (a shared store: ship the WARCs of their pages)."""
         self.log: list[tuple[float, str, int]] = []
         """(wall time, "ready"|"lost", bucket): when buckets became ready here or left (tests check fetches)."""
+
+    def members_alive(self, nodes: Iterable[str]) -> None:
+        """The members the node's last beat found alive (a hand-off from a dead sender is not waited for)."""
+        self.alive = set(nodes)
 
     # -- receiving --------------------------------------------------------------------
     async def receive_loop(self) -> None:

@@ -67,6 +67,10 @@ class CycleBudget:
     def limit(self) -> int:
         return self.granted
 
+    def resize(self, chunk: int) -> None:
+        """Ask ``chunk`` fetches at a time from now on (sized by the number of nodes in the table)."""
+        self.chunk = chunk
+
     def left(self) -> int:
         return self.granted - self.used()
 

@@ -22,7 +22,7 @@ def node_info(node: ClusterNode, counters: dict[str, int]) -> dict[str, Any]:
     last = max(stats.per_interval, default=-1)
     return {
         "idle": node.idle(), "activity": node.activity(), "probe": counters.get("probe", 0),
-        "version": node.ownership.version, "applied": node.ownership.applied(), "leaving": node._leaving,
+        "version": node.ownership.version, "applied": node.ownership.applied(), "leaving": node.leaving,
         "buckets": len(node.ownership.ready), "pages": stats.pages, "queued": frontier.pending(),
         "in_flight": frontier.in_flight(), "messages": router.messages, "urls_sent": router.urls,
         "bytes_sent": router.bytes, "cache_saved": router.cache_saved, "interval_s": stats.interval_s,
@@ -51,5 +51,5 @@ def node_summary(node: ClusterNode, cpu_s: float, wall_s: float) -> dict[str, An
         "buckets": dict(node.keeper.counts), "adoptions": node.adoptions,
         "ownership_log": node.keeper.log, "recoveries": node.recoveries,
         "coordinator_events": node.coordinating.events, "backend": node.outage.as_dict(),
-        "fence": dict(node.http.counts), "losses": node.losses.as_dict(),
+        "fence": dict(node.gate.http.counts), "losses": node.losses.as_dict(),
     }

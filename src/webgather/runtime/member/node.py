@@ -47,6 +47,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -56,18 +57,19 @@ from webgather.cluster.handoff import Ownership
 from webgather.cluster.membership import ALIVE, Coordinating, settled
 from webgather.cluster.outage import Outage
 from webgather.cluster.patience import within_outage
-from webgather.cluster.router import Router
+from webgather.cluster.router import AddLocal, Router
 from webgather.cluster.transport import Backend, UrlTransport
 from webgather.errors import BackendUnavailable, CannotContinue, WriteFailed
 from webgather.frontier.frontier import Frontier
+from webgather.frontier.model import CrawlItem
 from webgather.recrawl.state import state_path
 from webgather.runtime.partition.addresses import SharedAddresses, learn_retrying
-from webgather.runtime.member.budget import CycleBudget, chunk_size
-from webgather.runtime.member.permits import PagePermits, batch_size
 from webgather.runtime.member.buckets import BucketKeeper, stored_buckets
 from webgather.runtime.cycle.cluster import NodeCycle, RowStore
-from webgather.runtime.member.fence import Lease, fenced_parts, keeping_alive, server_check
+from webgather.runtime.member.fence import keeping_alive
+from webgather.runtime.member.page_gate import PageGate
 from webgather.runtime.member.figures import node_info, node_summary
+from webgather.runtime.durability.checkpoint import Checkpointer, HeldAcks
 from webgather.runtime.durability.losses import Losses, release_overdue
 from webgather.runtime.durability.recovery import lock_held, recover_node
 from webgather.runtime.durability.restore import restore_awaited
@@ -91,60 +93,74 @@ WATCH_S = 0.25
 """The watch loop looks at the outages this often (it makes no call that could hang)."""
 
 
-def _router(parts: NodeParts, transport: UrlTransport, ownership: Ownership,
-            addresses: SharedAddresses | None) -> Router:
+def _router(parts: NodeParts, transport: UrlTransport, ownership: Ownership, addresses: SharedAddresses | None,
+            add_local: AddLocal) -> Router:
     cluster = parts.config.cluster
     cache = make_cache(cluster.sent_cache_policy, cluster.sent_cache_entries) if cluster.sent_cache_entries else None
     return Router(parts.node_id, transport, parts.clock, n_buckets=cluster.n_buckets,
-                  add_local=lambda items, now: [], is_local=ownership.is_ready,
+                  add_local=add_local, is_local=ownership.is_ready,
                   partition_key=addresses.key if addresses else None, batch_urls=cluster.batch_urls,
                   batch_wait_s=cluster.batch_wait_s, cache=cache,
                   learn=partial(learn_retrying, addresses) if addresses else None)
 
 
+def _bucket_of_url(frontier: Frontier, url: str) -> int:
+    return frontier.bucket_for(host_key(url))
+
+
 class ClusterNode:
-    """A crawl node in a cluster (module docstring). ``await run()`` returns its summary figures."""
+    """A crawl node in a cluster (module docstring). ``await run()`` returns its summary figures.
+
+    Built complete here: its page gate (:class:`~webgather.runtime.member.page_gate.PageGate`:
+    lease, ownership and page limits), router, crawl, bucket keeper, coordinating role and, with
+    ``store`` (the crawl's shared store), its :attr:`checkpoints`, whose held acks the keeper
+    acks through from the start."""
 
     def __init__(self, parts: NodeParts, backend: Backend, *, nodes_dir: Path, frontier_cls: type[Frontier] = Frontier,
-                 addresses: SharedAddresses | None = None, cycle: NodeCycle | None = None) -> None:
+                 addresses: SharedAddresses | None = None, cycle: NodeCycle | None = None,
+                 store: SharedStore | None = None) -> None:
         cluster = parts.config.cluster
+        self.node_id, self.cfg, self.cycle, self.addresses = parts.node_id, cluster, cycle, addresses
         self.ownership = Ownership(parts.node_id)
-        self.lease = Lease(cluster.member_ttl_s, cluster.lease_margin_s)  # every request checks it: member.fence
-        server = server_check(backend.coordinator(), parts.node_id, lambda: self.ownership.version, cluster,
-                              parts.clock)  # the lease in Redis's time, before every request
-        parts, self.http = fenced_parts(parts, self.lease, self.ownership.is_ready, server)  # what it crawls with
-        self.parts = parts
-        self.node_id, self.cfg, self.losses = parts.node_id, cluster, Losses(parts.node_id)
-        self.transport, self.coordinator = backend.transport(self.node_id), backend.coordinator()
-        self.router = _router(parts, self.transport, self.ownership, addresses)
-        self._limits(cycle)
+        self.coordinator = backend.coordinator()
+        self.gate = PageGate(parts, self.coordinator, self.ownership, cycle, wake=self._wake)
+        self.parts = parts = self.gate.parts  # with the fenced HTTP client: what it crawls with
+        self.losses = Losses(parts.node_id)
+        self.transport = backend.transport(self.node_id)
+        self.router = _router(parts, self.transport, self.ownership, addresses, self._add_local)
         self.crawl = CrawlNode(parts, router=self.router.route, linger=True,
                                after_route=self.router.wait_routed, hooks=cycle.hooks if cycle else None,
-                               page_permit=self._permit if self.budget or self.permits else None)
-        self.router.add_local = self.crawl.add_local
-        self.keeper = BucketKeeper(parts, self.crawl, self.ownership, self.transport, self.router,
-                                   claim_idle_s=cluster.claim_idle_s, receive_block_s=min(0.2, cluster.heartbeat_s))
-        frontier = parts.frontier
-        self.rows = cycle.rows if cycle else RowStore(state_path(parts.out_dir),
-                                                      lambda url: frontier.bucket_for(host_key(url)))
-        self.keeper.rows = self.rows
-        recover = partial(recover_node, nodes_dir=nodes_dir, config=parts.config, frontier_cls=frontier_cls,
-                          transport=self.transport, coordinator=self.coordinator)
-        self.coordinating = Coordinating(self.coordinator, cluster.n_buckets, parts.clock,
-                                         grace_s=cluster.heartbeat_s + cluster.lease_margin_s,
-                                         recover=self._recovering(recover), scan_pending=self._scan_pending,
-                                         startup_grace_s=max(STARTUP_GRACE_S, 3 * cluster.member_ttl_s),
-                                         alive_hint=lambda node: lock_held(nodes_dir / node))
+                               page_permit=self.gate.permit if self.gate.limited else None)
         self._watching()
+        self.rows = cycle.rows if cycle else RowStore(state_path(parts.out_dir), partial(_bucket_of_url, parts.frontier))
+        self.acks = HeldAcks(self.transport) if store is not None else None
+        """The keeper's acks, held for the next checkpoint (None: acked at once, no shared store)."""
+        self.keeper = BucketKeeper(
+            parts, self.crawl, self.ownership, self.acks or self.transport, self.router,
+            claim_idle_s=cluster.claim_idle_s, receive_block_s=min(0.2, cluster.heartbeat_s), rows=self.rows,
+            report=self._backend_failed, prepare=addresses.prepare if addresses is not None else None,
+            before_send=self._ship_before_handoff if store is not None else None)
+        self.coordinating = self._coordinating(nodes_dir, frontier_cls)
         self.write_failure: WriteFailed | None = None  # the write that stopped it (disk full): the caller raises it
-        self.keeper.report = self._backend_failed
-        self.addresses = addresses  # batches and hand-offs from others may name hosts not learned here yet:
-        self.keeper.prepare = addresses.prepare if addresses is not None else None
         self.adoptions: list[tuple[float, int]] = []
         self.recoveries: list[dict[str, Any]] = []
         self.reason = ""
         self._leaving = self._closing = self._lease_held = False
         self._end = asyncio.Event()
+        self.checkpoints = None if store is None or self.acks is None else Checkpointer(
+            self, self.watched(store), self.acks)
+        """The checkpoint loop (``--shared-store``); the caller runs it beside :meth:`run`."""
+
+    def _coordinating(self, nodes_dir: Path, frontier_cls: type[Frontier]) -> Coordinating:
+        """The coordinator's role (run while this node holds the lease), recovering dead nodes from ``nodes_dir``."""
+        cluster, parts = self.cfg, self.parts
+        recover = partial(recover_node, nodes_dir=nodes_dir, config=parts.config, frontier_cls=frontier_cls,
+                          transport=self.transport, coordinator=self.coordinator)
+        return Coordinating(self.coordinator, cluster.n_buckets, parts.clock,
+                            grace_s=cluster.heartbeat_s + cluster.lease_margin_s,
+                            recover=self._recovering(recover), scan_pending=self._scan_pending,
+                            startup_grace_s=max(STARTUP_GRACE_S, 3 * cluster.member_ttl_s),
+                            alive_hint=lambda node: lock_held(nodes_dir / node))
 
     def _watching(self) -> None:
         """The backend's and the shared store's outages (:mod:`webgather.cluster.outage`), counted from now."""
@@ -157,7 +173,25 @@ class ClusterNode:
         self.failure: CannotContinue | None = None
         """Set when the node gave up on its backend or store (``run`` returns, the caller raises it)."""
 
+    def _add_local(self, items: list[CrawlItem], now: float) -> list[CrawlItem]:
+        """The router's local URLs go to the crawl's seen-test and queue."""
+        return self.crawl.add_local(items, now)
+
+    def _wake(self) -> None:
+        """Permits or a budget grant came: the dispatcher may be waiting for them."""
+        self.crawl.wake()
+
+    async def _ship_before_handoff(self, buckets: Sequence[int]) -> None:
+        """Before a hand-off's states are sent: the pages they count as done are in the shared store."""
+        if self.checkpoints is not None:
+            await self.checkpoints.ship_retrying(buckets)
+
     # -- control ------------------------------------------------------------------------
+    @property
+    def leaving(self) -> bool:
+        """Told to leave (:meth:`leave`): handing its buckets over, then stopping."""
+        return self._leaving
+
     def leave(self) -> None:
         """Graceful leave: hand every bucket over, then stop (SIGTERM)."""
         self._leaving = True
@@ -169,60 +203,18 @@ class ClusterNode:
             self._end.set()
 
     def idle(self) -> bool:
-        """Nothing to do, or nothing running and no fetch to be had: in a cycle, its budget settled
-        (grant given back, or spent with work queued); in a crawl with max_pages, no permit to be had.
-        (A node has at most one of the two: a cycle runs without the crawl's max_pages.)"""
-        if not (self.router.idle() and self.keeper.idle()):
-            return False
-        if self.budget is not None:
-            return self.crawl.quiet() and self.budget.settled(self.parts.frontier.pending() > 0)
-        blocked = self.permits is not None and self.crawl.running() == 0 and self.permits.blocked(self._used())
-        return self.crawl.idle() or blocked
+        """Nothing to do, or nothing running and no fetch to be had (:meth:`PageGate.idle`)."""
+        return self.router.idle() and self.keeper.idle() and self.gate.idle(self.crawl)
 
     def activity(self) -> int:
         stats, counts = self.parts.stats, self.keeper.counts
         return (stats.attempts + stats.robots_fetches + stats.urls_new + counts["deliveries"]
-                + counts["handoffs_out"] + self.router.stats.messages
-                + (self.permits.taken if self.permits else 0) + (self.budget.operations if self.budget else 0))
-
-    def _used(self) -> int:
-        """Pages fetched since this node started plus fetches running: what its permits paid for."""
-        return self.parts.stats.pages - self._base_pages + self.crawl.running()
-
-    def _permit(self, used: int) -> bool:
-        """The dispatcher's one gate (``used``: pages plus fetches running): the cycle's grant,
-        or the crawl-wide page permits."""
-        if self.budget is not None and used >= self.budget.limit():
-            return False
-        return self.permits is None or self.permits.allows(used - self._base_pages,
-                                                           self.parts.frontier.pending() > 0)
-
-    def _limits(self, cycle: NodeCycle | None) -> None:
-        """The fetch gates of :meth:`_permit`: in a cycle its budget; otherwise the crawl-wide
-        max_pages permits (a cycle is not limited by the crawl's max_pages, whose permits the crawl spent)."""
-        config, self.cycle = self.parts.config, cycle
-        self.budget = self._budget(cycle)
-        limit, self._base_pages = None if cycle else config.max_pages, self.parts.stats.pages
-        self.permits = None if limit is None else PagePermits(
-            self.coordinator, limit, batch_size(limit, config.fetch.concurrency), lambda: self.crawl.wake())
-
-    def _budget(self, cycle: NodeCycle | None) -> CycleBudget | None:
-        budget = cycle.parts.config.recrawl.budget_per_cycle if cycle else None
-        if cycle is None or budget is None:
-            return None
-        return CycleBudget(self.coordinator, cycle.spec.cycle, budget, chunk_size(budget, 1),
-                           used=lambda: self.parts.stats.pages, on_grant=lambda: self.crawl.wake(),
-                           retry_s=self.cfg.heartbeat_s)
-
-    async def _budget_tick(self, force: bool = False) -> None:
-        if self.budget is not None:
-            await self.budget.tick(self.parts.frontier.pending() > 0, self.crawl.quiet(),
-                                   self.parts.clock.monotonic(), force)
+                + counts["handoffs_out"] + self.router.stats.messages + self.gate.activity())
 
     async def _budget_loop(self) -> None:
         while not self._closing:
             try:
-                await self._budget_tick()
+                await self.gate.tick(self.crawl)
             except BackendUnavailable as exc:
                 self._backend_failed(exc)  # one line per outage; the beat loop decides when to give up
                 await asyncio.sleep(self.cfg.heartbeat_s)
@@ -233,7 +225,7 @@ class ClusterNode:
         started = time.process_time(), self.parts.clock.monotonic()
         await within_outage(self._start, node=self.node_id, max_outage_s=self.cfg.max_outage_s)
         await within_outage(self._enter, node=self.node_id, max_outage_s=self.cfg.max_outage_s)
-        with keeping_alive(self.transport, self.node_id, self.cfg, self.lease, self.http,
+        with keeping_alive(self.transport, self.node_id, self.cfg, self.gate.lease, self.gate.http,
                            lambda: self.ownership.version):
             await self._run_loops()
         if self.reason in ("done", "left"):
@@ -261,7 +253,7 @@ class ClusterNode:
             self.crawl.stop()
             await crawling
             await self._flush_router()
-            await self._give_back_permits()
+            await self.gate.give_back(self.crawl)
             self._closing = True
             self.router.close()
             self.keeper.close()
@@ -289,8 +281,8 @@ class ClusterNode:
         if self.cycle is not None:
             table = self.ownership.table
             self.cycle.begin(table, set(self.ownership.ready))
-            if self.budget is not None and table is not None:
-                self.budget.chunk = chunk_size(self.budget.budget, len(table.nodes))
+            if table is not None:
+                self.gate.share(len(table.nodes))
 
     async def _flush_router(self) -> None:
         """Send what is buffered, if the backend answers soon. Dropping it is safe: every buffered
@@ -301,14 +293,6 @@ class ClusterNode:
         except TimeoutError:
             log.warning(f"webgather node {self.node_id}: backend unavailable, unsent cross URLs dropped "
                         "(their pages were not completed and will be fetched again)")
-
-    async def _give_back_permits(self) -> None:
-        if self.permits is not None:
-            try:
-                await self.permits.give_back(self._used())
-            except BackendUnavailable:  # kept from the others: the crawl may end that many pages short
-                log.warning(f"webgather node {self.node_id}: backend unavailable, {self.permits.held - self._used()} "
-                            "unused page permits not given back")
 
     async def _beat_wait(self) -> None:
         """``heartbeat_s``, cut short once the node is idle (looked at every ``IDLE_BEAT_S``): the
@@ -405,7 +389,7 @@ class ClusterNode:
         if (line := self.losses.seen(counters)) is not None:
             log.error(line)
         members = await coord.members()
-        self.keeper.alive = set(members)
+        self.keeper.members_alive(members)
         await self._read_table()
         now = self.parts.clock.monotonic()
         overdue = self.ownership.overdue(now, self.cfg.handoff_timeout_s, self.keeper.alive)
@@ -418,22 +402,20 @@ class ClusterNode:
                 store_url=self.cfg.shared_store,
                 n_buckets=self.cfg.n_buckets, transport=self.transport, coordinator=coord)
         self._check_leave(members)
-        if self.permits is not None:  # before the info: "idle" must reflect permits given back or taken
-            await self.permits.beat(self._used(), self.parts.frontier.pending() > 0, self.crawl.idle())
-        await self._budget_tick(force=True)  # before the info says idle: see runtime.member.budget
+        await self.gate.beat(self.crawl)  # before the info: "idle" must reflect permits and budget
         sent_at = self.parts.clock.monotonic()
         await coord.heartbeat(self.node_id, node_info(self, counters), self.cfg.member_ttl_s)
-        self.lease.renewed(sent_at)
+        self.gate.renewed(sent_at)
         if self._lease_held:  # renew here too: a long tick (a recovery) must not lose the lease
             self._lease_held = await coord.try_lease(self.node_id, self.cfg.member_ttl_s)
 
     async def _read_table(self) -> None:
         """Adopt a newer table; the read confirms the lease renewal sent before it (member.fence)."""
-        mark = self.lease.mark()
+        mark = self.gate.mark()
         table = await self.coordinator.get_table()
         if table is not None and (self.ownership.version is None or table.version > self.ownership.version):
             await self._adopt(table)
-        self.http.table_read(mark)
+        self.gate.table_read(mark)
 
     async def _adopt(self, table: Any) -> None:
         async with self.keeper.lock:

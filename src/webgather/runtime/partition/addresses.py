@@ -56,7 +56,8 @@ class SharedAddresses:
     def __init__(self, book: AddressBook, resolver: Resolver | None = None) -> None:
         self.book = book
         self.resolver = resolver
-        """Set once the node's parts are open (the frontier, opened first, needs :meth:`refresh` only)."""
+        """Given once the node's parts are open (:meth:`use_resolver`; the frontier, opened first, needs
+        :meth:`refresh` only)."""
         self.by_name: dict[str, str] = {}
         self.published = 0
         """Answers this node published that became the crawl's (it resolved the host first)."""
@@ -129,6 +130,10 @@ class SharedAddresses:
             self.by_name[name] = address
             if address and self.resolver is not None:
                 self.resolver.pin(name, address)
+
+    def use_resolver(self, resolver: Resolver) -> None:
+        """Resolve new hosts with ``resolver`` from now on (a node's, once its parts are open)."""
+        self.resolver = resolver
 
     def pin_all(self) -> None:
         """Pin every known answer in the resolver (once it is set, after a :meth:`refresh`)."""

@@ -81,15 +81,15 @@ class GnpPlacements(SharedAddresses):
     """One node's copy of the crawl's host placements, and the placing of new hosts (module docstring)."""
 
     def __init__(self, book: PositionBook, coordinator: AddressBook, config: CrawlConfig, clock: Clock, *,
-                 node: str | None = None) -> None:
-        super().__init__(coordinator)
+                 node: str | None = None, resolver: Resolver | None = None) -> None:
+        super().__init__(coordinator, resolver)
         self.positions = book
         self.cluster = config.cluster
         self.clock = clock
         self.node = node
         """None: no node runs here (seeds are submitted): every new host gets the fallback."""
         self.table: Callable[[], BucketTable | None] = lambda: None
-        """The node's current table (set once the node exists)."""
+        """The node's current table (:meth:`follow`, once the node exists)."""
         self.placements: dict[str, Placement] = {}
         self.placed = self.fallbacks = 0
         """Placements this node published that became the crawl's: by GNP, and fallbacks."""
@@ -99,6 +99,10 @@ class GnpPlacements(SharedAddresses):
         """Hosts :meth:`key` found unplaced, asked for at the next poll (before their turn to be placed)."""
         self._deadlines: dict[str, float] = {}
         """Hosts this node asked for -> when it stops waiting for their measurements."""
+
+    def follow(self, table: Callable[[], BucketTable | None]) -> None:
+        """Place by the node's current table, ``table()`` (once the node exists)."""
+        self.table = table
 
     def key(self, host: str) -> str | None:
         placement = self.placements.get(host)

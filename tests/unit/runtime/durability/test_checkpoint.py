@@ -81,11 +81,13 @@ def _fake_node(frontier: Frontier, transport: Any, out: Path) -> Any:
 
     parts = SimpleNamespace(frontier=frontier, writer=SimpleNamespace(rotate=rotate), clock=FakeClock(),
                             config=CrawlConfig(), out_dir=out)
-    keeper = SimpleNamespace(transport=transport, lock=asyncio.Lock(), rows=None, before_send=None)
+    acks = HeldAcks(transport)  # as a ClusterNode with a shared store builds its keeper: acking through it
+    keeper = SimpleNamespace(transport=acks, lock=asyncio.Lock(), rows=None)
     ownership = SimpleNamespace(ready={BUCKET}, leaving=set(), version=7)
     gave_up: list[str] = []
     return SimpleNamespace(parts=parts, keeper=keeper, ownership=ownership, node_id="n", idle=lambda: True,
-                           gave_up=gave_up, give_up=lambda exc, reason: gave_up.append(f"{reason}: {exc}"))
+                           acks=acks, gave_up=gave_up,
+                           give_up=lambda exc, reason: gave_up.append(f"{reason}: {exc}"))
 
 
 async def test_a_checkpoint_puts_the_buckets_then_acks_and_a_failed_one_acks_nothing(tmp_path: Path) -> None:
@@ -95,14 +97,13 @@ async def test_a_checkpoint_puts_the_buckets_then_acks_and_a_failed_one_acks_not
     node = _fake_node(frontier, hub.transport("n"), tmp_path / "out")
     await node.keeper.transport.send(BUCKET, encode_batch("x", 1, [_item(f"http://{HOST}/0")]))
     delivery = (await node.keeper.transport.receive([BUCKET], 10, 0))[0]
-    failing = Checkpointer(node, _FailingStore(tmp_path / "down"))
+    failing = Checkpointer(node, _FailingStore(tmp_path / "down"), node.acks)
     await node.keeper.transport.ack(BUCKET, [delivery.delivery_id])  # the receive loop's ack: held
     assert await failing.checkpoint() is False
     assert await hub.transport("n").pending_count(BUCKET) == 1  # kept for the next checkpoint
     failing.close()
     store = FileStore(tmp_path / "shared")
-    good = Checkpointer(node, store)  # wraps the wrapper: the held ids move with failing.acks
-    good.acks = failing.acks
+    good = Checkpointer(node, store, node.acks)  # the node's held acks: the ids failing kept are there
     assert await good.checkpoint() is True
     assert await hub.transport("n").pending_count(BUCKET) == 0
     message = decode(store.get_bytes(checkpoint_key("n", BUCKET)) or b"")
@@ -133,7 +134,7 @@ async def test_a_checkpoint_loop_that_dies_stops_the_node_rather_than_hold_its_a
     hub = InProcessHub(M, FakeClock())
     frontier = _frontier()
     node = _fake_node(frontier, _BrokenTransport(hub.transport("n")), tmp_path / "out")
-    checkpoints = Checkpointer(node, FileStore(tmp_path / "shared"))
+    checkpoints = Checkpointer(node, FileStore(tmp_path / "shared"), node.acks)
     checkpoints.every_s = 0.0
     await node.keeper.transport.send(BUCKET, encode_batch("x", 1, [_item(f"http://{HOST}/0")]))
     delivery = (await node.keeper.transport.receive([BUCKET], 10, 0))[0]
@@ -194,7 +195,7 @@ async def test_after_a_leave_every_held_ack_goes_out_without_a_checkpoint(tmp_pa
     hub = InProcessHub(M, FakeClock())
     node = _fake_node(_frontier(), hub.transport("n"), tmp_path / "out")
     store = FileStore(tmp_path / "shared")
-    checkpoints = Checkpointer(node, store)
+    checkpoints = Checkpointer(node, store, node.acks)
     await node.keeper.transport.send(BUCKET, encode_batch("x", 1, [_item(f"http://{HOST}/0")]))
     delivery = (await node.keeper.transport.receive([BUCKET], 10, 0))[0]
     await node.keeper.transport.ack(BUCKET, [delivery.delivery_id])
@@ -216,8 +217,8 @@ async def test_a_handoff_waits_for_its_warcs_to_reach_the_store(tmp_path: Path) 
 
     node = _fake_node(_frontier(), InProcessHub(M, FakeClock()).transport("n"), tmp_path / "out")
     node.parts.writer.rotate = rotate
-    checkpoints = Checkpointer(node, FileStore(tmp_path / "shared"))
-    await asyncio.wait_for(node.keeper.before_send([BUCKET]), 5.0)
+    checkpoints = Checkpointer(node, FileStore(tmp_path / "shared"), node.acks)
+    await asyncio.wait_for(checkpoints.ship_retrying([BUCKET]), 5.0)  # a ClusterNode's keeper's before_send
     assert len(calls) == 3 and checkpoints.counts["ship_retries"] == 2
     checkpoints.close()
     node.parts.frontier.close()
