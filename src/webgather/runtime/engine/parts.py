@@ -146,8 +146,7 @@ async def open_parts(
     config: CrawlConfig,
     out_dir: Path,
     *,
-    node_id: str = "n0",
-    clock: Clock | None = None,
+    node_id: str = "n0", clock: Clock | None = None,
     seeds: Sequence[str] = (),
     n_buckets: int = 4096,
     frontier_cls: type[Frontier] = Frontier, hooks: HookFunctions | None = None, epoch: float | None = None,
@@ -156,7 +155,7 @@ async def open_parts(
 
     ``n_buckets`` and ``frontier_cls`` are for cluster nodes (M of the crawl, and a
     frontier whose buckets follow the crawl's partition key). The node's threads stay
-    on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.engine.affinity`). ``hooks``: page hooks.
+    on one CPU while it is open (``config.pin_cpu``: :mod:`webgather.runtime.engine.affinity`). ``hooks``: page hooks;
     ``epoch``: when the crawl started (its stats' intervals count from there; None: now)."""
     page_hooks = PageHooks.of(config, hooks, out_dir, node_id)  # first: a module that cannot be imported stops nothing built
     parser = ParsePool(config.parse, cpus := allowed_cpus())  # the mask before the pin: parsers, browser: every CPU

@@ -1,0 +1,113 @@
+"""A cluster node's own logic (``runtime.member.node.ClusterNode``) over the in-process backend:
+how it is built (keeper, checkpoints, gate), its end (done, last node leaving), idle, giving up."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from webgather.cluster.inprocess import InProcessHub
+from webgather.cluster.mapping import bucket_of, initial
+from webgather.cluster.wire import encode_batch
+from webgather.config import ClusterConfig, CrawlConfig
+from webgather.errors import CannotContinue
+from webgather.frontier.model import CrawlItem
+from webgather.runtime.engine.parts import NodeParts, open_parts
+from webgather.runtime.launch.cluster import start_crawl
+from webgather.runtime.member.figures import node_info, node_summary
+from webgather.runtime.member.node import ClusterNode
+from webgather.store.shared import FileStore
+from webgather.urls import fingerprint
+
+M = 8
+HOST = "a.test"
+BUCKET = bucket_of(HOST, M)
+CONFIG = CrawlConfig(cluster=ClusterConfig(n_buckets=M, heartbeat_s=0.05, member_ttl_s=1.0, lease_margin_s=0.25))
+
+
+def _item(url: str) -> CrawlItem:
+    return CrawlItem(url, fingerprint(url))
+
+
+@pytest.fixture
+async def parts(tmp_path: Path) -> AsyncIterator[NodeParts]:
+    async with open_parts(CONFIG, tmp_path / "nodes" / "a", node_id="a", n_buckets=M) as opened:
+        yield opened
+
+
+async def _delivered(hub: InProcessHub, node: ClusterNode) -> int:
+    """A batch of one URL sent to the node's bucket and applied by its keeper; the stream's pending count."""
+    await hub.transport("x").send(BUCKET, encode_batch("x", 1, [_item(f"http://{HOST}/1")]))
+    await node.keeper.process(await node.keeper.transport.receive([BUCKET], 10, 0))
+    return await hub.transport("x").pending_count(BUCKET)
+
+
+async def test_a_lone_node_with_nothing_to_crawl_ends_done_and_leaves_the_membership(
+        tmp_path: Path, parts: NodeParts) -> None:
+    hub = InProcessHub(M)
+    await start_crawl(hub, CONFIG, [], nodes=["a"])
+    node = ClusterNode(parts, hub, nodes_dir=tmp_path / "nodes")
+    summary = await asyncio.wait_for(node.run(), 20.0)
+    assert summary["end"] == "done" and summary["finished"] is True and summary["node"] == "a"
+    assert node.ownership.ready == set(range(M))  # the version-0 table gave it every bucket
+    assert "a" not in await hub.coordinator().members()
+    assert summary["fence"]["fenced"] == 0 and summary["adoptions"][0][1] == 0
+
+
+async def test_the_last_node_told_to_leave_stops_and_says_it_was_leaving(tmp_path: Path, parts: NodeParts) -> None:
+    hub = InProcessHub(M)
+    await start_crawl(hub, CONFIG, [], nodes=["a"])
+    node = ClusterNode(parts, hub, nodes_dir=tmp_path / "nodes")
+    assert not node.leaving
+    node.leave()
+    assert node.leaving and node_info(node, {})["leaving"] is True
+    summary = await asyncio.wait_for(node.run(), 20.0)
+    assert summary["end"] == "stopped: last node"  # nobody to hand its buckets to: its state is kept
+    members = await hub.coordinator().members()
+    assert members["a"]["leaving"] is True  # still a member (its key expires): it did not leave the crawl
+
+
+async def test_without_a_shared_store_the_keeper_acks_what_it_applied_at_once(tmp_path: Path,
+                                                                             parts: NodeParts) -> None:
+    hub = InProcessHub(M)
+    node = ClusterNode(parts, hub, nodes_dir=tmp_path / "nodes")
+    node.ownership.adopt(initial(["a"], M), 0.0)
+    assert node.checkpoints is None and node.keeper.before_send is None
+    assert await _delivered(hub, node) == 0
+    assert node.parts.frontier.pending() == 1 and not node.idle()  # the URL is queued: work to do
+
+
+async def test_with_a_shared_store_the_keeper_acks_only_through_a_checkpoint(tmp_path: Path,
+                                                                            parts: NodeParts) -> None:
+    hub = InProcessHub(M)
+    store = FileStore(tmp_path / "shared")
+    node = ClusterNode(parts, hub, nodes_dir=tmp_path / "nodes", store=store)
+    node.ownership.adopt(initial(["a"], M), 0.0)
+    assert node.checkpoints is not None and node.keeper.before_send is not None
+    assert await _delivered(hub, node) == 1  # applied, on disk, but its ack waits for the checkpoint
+    assert await node.checkpoints.checkpoint()
+    assert await hub.transport("x").pending_count(BUCKET) == 0
+    assert any(key.startswith("checkpoints/a/") for key in store.list())
+    await node.keeper.before_send([BUCKET])  # before a hand-off: the WARC files are shipped (no failure)
+    node.checkpoints.close()
+
+
+async def test_idle_is_the_router_the_keeper_and_the_crawl_together(tmp_path: Path, parts: NodeParts) -> None:
+    node = ClusterNode(parts, InProcessHub(M), nodes_dir=tmp_path / "nodes")
+    assert node.idle() and node.activity() == 0
+    node.crawl.add_local([_item(f"http://{HOST}/2")], 0.0)
+    assert not node.idle() and node.activity() == 1  # a new URL counts as activity
+
+
+async def test_giving_up_keeps_the_first_reason_and_stops_the_node(tmp_path: Path, parts: NodeParts) -> None:
+    node = ClusterNode(parts, InProcessHub(M), nodes_dir=tmp_path / "nodes")
+    node.give_up(CannotContinue("backend away"), "backend unavailable")
+    node.give_up(CannotContinue("store away"), "shared store unusable")
+    assert node.failure is not None and str(node.failure) == "backend away"
+    assert node.reason == "backend unavailable"
+    summary: dict[str, Any] = node_summary(node, 0.0, 1.0)
+    assert summary["end"] == "backend unavailable" and summary["finished"] is False
