@@ -109,3 +109,11 @@ async def test_cpu_s_is_the_running_servers_cpu_time(tmp_path: Path) -> None:
         assert used is not None and 0.0 < used < 60.0
     assert server.cpu_s() is None
     assert own_redis_servers() == []
+
+
+def test_a_restart_that_fails_marks_the_server_failed_so_its_supervisor_stops_trying(tmp_path: Path) -> None:
+    server = EmbeddedRedis(tmp_path, executable="/bin/false")  # exits at once: never answers a PING
+    assert not server.failed
+    with pytest.raises(BackendUnavailable, match="exited with code 1"):
+        server.restart()
+    assert server.failed and not server.running

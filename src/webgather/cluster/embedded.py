@@ -98,7 +98,7 @@ class EmbeddedRedis:
         self.port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self.failed = False
-        """Set by a supervisor that could not restart the server (it stops trying)."""
+        """A :meth:`restart` failed (the supervisor stops trying)."""
 
     @property
     def url(self) -> str:
@@ -159,6 +159,15 @@ class EmbeddedRedis:
             self.kill()
             raise
         return self.url
+
+    def restart(self) -> str:
+        """Start again from its data after the server exited (a supervisor's call); a restart that
+        fails sets :attr:`failed` and raises."""
+        try:
+            return self.start()
+        except ClusterError:
+            self.failed = True
+            raise
 
     def _wait_ready(self) -> None:
         for _ in range(max(1, round(self.startup_timeout_s / _POLL_S))):

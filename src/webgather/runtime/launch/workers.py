@@ -241,9 +241,8 @@ def _restart_if_dead(server: EmbeddedRedis | None) -> None:
         return
     _log.warning("webgather: the embedded Redis exited; restarting it from its data")
     try:
-        server.start()
-    except ClusterError as exc:
-        server.failed = True  # once: the workers stop after max_outage_s, keeping their state
+        server.restart()
+    except ClusterError as exc:  # once (server.failed): the workers stop after max_outage_s, keeping their state
         _log.error(f"webgather: cannot restart the embedded Redis: {exc}")
 
 
