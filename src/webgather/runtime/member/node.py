@@ -136,7 +136,7 @@ class ClusterNode:
         self.acks = HeldAcks(self.transport) if store is not None else None
         """The keeper's acks, held for the next checkpoint (None: acked at once, no shared store)."""
         self.keeper = BucketKeeper(
-            parts, self.crawl, self.ownership, self.acks or self.transport, self.router,
+            parts, self.crawl, self.ownership, self.transport if self.acks is None else self.acks, self.router,
             claim_idle_s=cluster.claim_idle_s, receive_block_s=min(0.2, cluster.heartbeat_s), rows=self.rows,
             report=self._backend_failed, prepare=addresses.prepare if addresses is not None else None,
             before_send=self._ship_before_handoff if store is not None else None)
