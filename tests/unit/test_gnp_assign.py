@@ -77,7 +77,7 @@ def _placements(hub: InProcessHub, node: str | None, wait_s: float = 0.3) -> Gnp
     placements = GnpPlacements(positions_of(hub), hub.coordinator(), CrawlConfig(cluster=cluster), SystemClock(),
                                node=node)
     table = initial(NODES, M)
-    placements.table = lambda: table
+    placements.follow(lambda: table)
     return placements
 
 
