@@ -4,7 +4,7 @@ how it is built (keeper, checkpoints, gate), its end (done, last node leaving), 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,12 @@ def _item(url: str) -> CrawlItem:
 async def parts(tmp_path: Path) -> AsyncIterator[NodeParts]:
     async with open_parts(CONFIG, tmp_path / "nodes" / "a", node_id="a", n_buckets=M) as opened:
         yield opened
+
+
+async def _until(predicate: Callable[[], bool], timeout_s: float = 10.0) -> None:
+    async with asyncio.timeout(timeout_s):
+        while not predicate():
+            await asyncio.sleep(0.01)
 
 
 async def _delivered(hub: InProcessHub, node: ClusterNode) -> int:
@@ -111,3 +117,20 @@ async def test_giving_up_keeps_the_first_reason_and_stops_the_node(tmp_path: Pat
     assert node.reason == "backend unavailable"
     summary: dict[str, Any] = node_summary(node, 0.0, 1.0)
     assert summary["end"] == "backend unavailable" and summary["finished"] is False
+
+
+async def test_a_node_that_leaves_hands_its_buckets_over_and_the_other_ends_the_crawl(tmp_path: Path) -> None:
+    hub = InProcessHub(M)
+    await start_crawl(hub, CONFIG, [], nodes=["a", "b"])
+    async with open_parts(CONFIG, tmp_path / "nodes" / "a", node_id="a", n_buckets=M) as parts_a, \
+            open_parts(CONFIG, tmp_path / "nodes" / "b", node_id="b", n_buckets=M) as parts_b:
+        a = ClusterNode(parts_a, hub, nodes_dir=tmp_path / "nodes")
+        b = ClusterNode(parts_b, hub, nodes_dir=tmp_path / "nodes")
+        b_running = asyncio.ensure_future(b.run())  # the crawl cannot end while a, in the table, is away
+        await _until(lambda: bool(b.ownership.ready))
+        a.leave()  # before it starts: its first heartbeat says so, and its half of the table goes to b
+        left, done = await asyncio.wait_for(asyncio.gather(a.run(), b_running), 30.0)
+    assert left["end"] == "left" and done["end"] == "done"
+    assert b.ownership.ready == set(range(M)) and a.ownership.ready == set()
+    assert left["buckets"]["handoffs_out"] > 0 and done["buckets"]["handoffs_in"] > 0
+    assert sorted(m for m in await hub.coordinator().members()) == []
