@@ -108,6 +108,7 @@ STEPS: dict[State, frozenset[State]] = {
 _OPEN_ENDED = (REUSABLE, MUST_CLOSE)
 """A response ended and the connection is still open."""
 _GONE = (STRAY, CLOSED)
+"""Closed for good: nothing more is sent or read."""
 
 
 class Sink(Protocol):
@@ -284,7 +285,8 @@ class Connection(asyncio.Protocol):
         """Take the step to ``state``; :class:`ProtocolViolation` if :data:`STEPS` has no such step (a bug
         of ours, not the server's: the response fails rather than the connection be misused)."""
         if state not in STEPS[self._state]:
-            raise ProtocolViolation(f"internal: an HTTP/1.1 connection may not go from {self._state.value} to {state.value}")
+            raise ProtocolViolation(f"internal: an HTTP/1.1 connection may not go from {self._state.value} "
+                                    f"to {state.value}")
         self._state = state
 
     def _stray(self) -> None:
