@@ -317,6 +317,9 @@ class ParseConfig:
     max_tags: int = 500_000
     """A page with more ``<`` bytes is parsed up to the one past this many, and logged ``parse_truncated``:
     lexbor's tree costs up to about 300 bytes per tag (500,000: about 150 MB at most)."""
+    max_memory: int = 384 * 1024 * 1024
+    """Data memory of each parser process (``RLIMIT_DATA``): a parse that would pass it fails as ``parse_failed``
+    (the process lives on). What a prefix within ``max_bytes`` cannot bound: attributes (8 MB of ``<i a b c ...>``: 1 GB)."""
 
 
 @dataclass(frozen=True, slots=True)

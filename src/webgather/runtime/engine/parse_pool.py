@@ -23,6 +23,13 @@ The choice (measured on the 2-core development machine, shared, medians):
   (:mod:`webgather.runtime.engine.affinity`), and are killed when the node closes. Should the
   node itself be killed, each ends at end of input, or by its own alarm mid-parse.
 
+Memory, which a deadline does not bound (lexbor's tree of a 50 MB page: 1 GB): a page over
+``parse.max_bytes`` or ``parse.max_tags`` goes to the process as a prefix within both
+(:mod:`webgather.parse.html_bound`; logged :data:`PARSE_TRUNCATED`, its links followed), sent as it
+is in :data:`SEND_CHUNK` pieces; each process's data memory is limited to ``parse.max_memory``
+(``RLIMIT_DATA``: a parse that passes it is :data:`PARSE_FAILED`, the process lives on) and it gives
+its free heap back after a large body (:mod:`webgather.runtime.engine.parse_worker`).
+
 Why not every page to the pool: it costs a pickle and two pipe trips a page, and the
 parser process's CPU is not free. On the vs_scrapy web (8,152 pages, bench/node_ab.py,
 3 interleaved rounds, machine shared and loaded) ``inline_max_tags = 0`` took 1.59 x
@@ -57,7 +64,8 @@ log = logging.getLogger(__name__)
 PARSE_TIMEOUT = "parse_timeout"
 """Crawl-log error kind: the page's parse passed ``parse.max_seconds``."""
 PARSE_FAILED = "parse_failed"
-"""Crawl-log error kind: the parser process died or could not start (not the deadline)."""
+"""Crawl-log error kind: the parser process died or could not start (not the deadline), or the parse needed
+more than ``parse.max_memory``."""
 PARSE_TRUNCATED = "parse_truncated"
 """Crawl-log error kind: the page was parsed from a prefix (``parse.max_bytes``, ``parse.max_tags``); its links
 are followed."""
@@ -114,7 +122,7 @@ class _Worker:
         assert proc.stdin is not None and proc.stdout is not None  # both are PIPE
         self._stdin, self._stdout = proc.stdin, proc.stdout
 
-    async def call(self, request: bytes, body: memoryview) -> ParsedPage | SitemapDoc:
+    async def call(self, request: bytes, body: memoryview) -> ParsedPage | SitemapDoc | str:
         """Send ``request`` (its arguments but the body, pickled) and ``body``, each a frame; wait for the reply."""
         self._stdin.write(HEADER.pack(len(request)) + request + HEADER.pack(len(body)))
         for start in range(0, len(body), SEND_CHUNK):
@@ -123,7 +131,7 @@ class _Worker:
         await self._stdin.drain()
         (length,) = HEADER.unpack(await self._stdout.readexactly(HEADER.size))
         page = pickle.loads(await self._stdout.readexactly(length))
-        if not isinstance(page, (ParsedPage, SitemapDoc)):
+        if not isinstance(page, (ParsedPage, SitemapDoc, str)):
             raise pickle.UnpicklingError(f"parser process sent a {type(page).__name__}")
         return page
 
@@ -257,7 +265,7 @@ class ParsePool:
             worker.kill()
             raise
         self._idle.append(worker)
-        return page
+        return ParseFailure(PARSE_FAILED, page) if isinstance(page, str) else page
 
     async def _start(self) -> _Worker | None:
         if self._closed:
@@ -266,6 +274,7 @@ class ParsePool:
         try:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-c", _BOOT, repr(alarm_s), self._cpus, repr(self._config.max_seconds),
+                str(self._config.max_memory),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             )
         except OSError as exc:

@@ -21,7 +21,7 @@ from webgather.outcome import Decision
 from webgather.parse.html_bound import html_prefix_length
 from webgather.parse.links import ParsedPage, parse_page
 from webgather.parse.sitemap import parse_sitemap
-from webgather.runtime.engine.parse_pool import PARSE_TRUNCATED, ParsePool
+from webgather.runtime.engine.parse_pool import PARSE_FAILED, PARSE_TRUNCATED, ParseFailure, ParsePool
 from webgather.runtime.engine.pipeline import HostFingerprints, RoutedUrls, extract_parsed
 from webgather.scope import Scope
 from webgather.urls import fingerprint
@@ -60,6 +60,25 @@ async def test_a_page_over_the_bounds_is_parsed_from_its_prefix_and_its_parser_s
         assert peak < 150, peak  # the whole page: over 300 MiB
         small = await pool.parse(url, DENSE[:300_000], "text/html", want_text=True)
         assert isinstance(small, ParsedPage) and small.cut_at is None  # within both bounds: whole
+    finally:
+        await pool.close()
+
+
+ATTRIBUTES = b"<i a b c d e f g h i j k l m n o p q r s t u v w x y z>" * 140_000
+"""7.8 MB, 140,000 tags: within both prefix bounds, but its tree takes about 1 GB (an attribute costs 2 bytes)."""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_DATA, /proc/PID/status")
+async def test_a_parse_that_needs_more_than_max_memory_fails_and_its_process_lives_on() -> None:
+    pool = ParsePool(_config(max_memory=200 * MiB))
+    try:
+        failed = await pool.parse("http://a.test/", ATTRIBUTES, "text/html", want_text=True)
+        assert isinstance(failed, ParseFailure) and failed.kind == PARSE_FAILED, failed
+        pid = pool.pids()[0]
+        assert _status_mib(pid, "VmHWM") < 260
+        page = await pool.parse("http://a.test/", DENSE[:MiB], "text/html", want_text=True)
+        assert page == parse_page("http://a.test/", DENSE[:MiB], "text/html")
+        assert pool.pids() == [pid] and pool.started == 1
     finally:
         await pool.close()
 
@@ -118,7 +137,7 @@ async def test_extract_parsed_follows_the_links_of_a_prefix_and_logs_parse_trunc
         await pool.close()
 
 
-@pytest.mark.parametrize("cli", [{"parse.max_bytes": 0}, {"parse.max_tags": 0},
+@pytest.mark.parametrize("cli", [{"parse.max_bytes": 0}, {"parse.max_tags": 0}, {"parse.max_memory": 64 * MiB},
                                  {"parse.max_bytes": 1000, "parse.inline_max_bytes": 1001},
                                  {"parse.max_tags": 100, "parse.inline_max_tags": 101}])
 def test_the_bounds_are_checked(cli: dict[str, object]) -> None:
@@ -128,5 +147,5 @@ def test_the_bounds_are_checked(cli: dict[str, object]) -> None:
 
 def test_the_bounds_load_from_toml(tmp_path: Path) -> None:
     path = tmp_path / "c.toml"
-    path.write_text("[parse]\nmax_bytes = 2000000\nmax_tags = 9000\n")
-    assert load(path, env={}).parse == _config(max_bytes=2_000_000, max_tags=9000)
+    path.write_text("[parse]\nmax_bytes = 2000000\nmax_tags = 9000\nmax_memory = 300000000\n")
+    assert load(path, env={}).parse == _config(max_bytes=2_000_000, max_tags=9000, max_memory=300_000_000)
