@@ -27,6 +27,9 @@ WORK = "{work}"
 
 SMOKE: dict[str, tuple[str, list[str]]] = {
     "analysis_scale.py": ("analysis_scale.py", ["--pages", "20000", "--links", "200000", "--sample", "5"]),
+    # 30 MB pages: past parse.max_bytes (a prefix is parsed); the whole page's tree alone would pass the bound
+    "big_pages.py": ("big_pages.py", ["--hosts", "4", "--page-mb", "30", "--max-tree-mib", "640", "--timeout", "120",
+                                      "--work", WORK]),
     # cluster_faults: node b joins late, so the web must last long enough for it to get pages
     "cluster_faults.py": ("cluster_faults.py", ["--faults", "none", "--hosts", "12", "--pages-per-host", "20",
                                                 "--delay-s", "0.25", "--kill-after-pages", "3", "--crawled-s", "0.5",

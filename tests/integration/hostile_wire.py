@@ -20,13 +20,15 @@ from webgather.config import FetchConfig
 from webgather.fetch.http import HttpClient
 from webgather.fetch.resolver import Resolver
 
+from tests.integration.loopback_server import LoopbackServer
+
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, "WireState"], Awaitable[None]]
 
 
 @dataclass
 class WireState:
-    connections: int = 0
     paths: list[str] = field(default_factory=list)
+    """The path of every request read with :func:`read_request`, in arrival order."""
 
 
 async def no_dns(host: str) -> list[str]:
@@ -69,41 +71,16 @@ def reset(writer: asyncio.StreamWriter) -> None:
     writer.transport.abort()
 
 
-class WireServer:
+class WireServer(LoopbackServer):
     """``async with WireServer(handler) as server``: ``server.url(path)``, ``server.state``."""
 
     def __init__(self, handler: Handler) -> None:
+        super().__init__()
         self.handler = handler
         self.state = WireState()
-        self.port = 0
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def __aenter__(self) -> WireServer:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        self.state.connections += 1
-        try:
-            await self.handler(reader, writer, self.state)
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            self._tasks.discard(task)
-            writer.close()
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await self.handler(reader, writer, self.state)

@@ -17,6 +17,8 @@ from pathlib import Path
 from webgather.config import CrawlConfig, PolitenessConfig, RobotsConfig
 from webgather.store.crawllog import read_crawl_log
 
+from tests.integration.loopback_server import LoopbackServer
+
 Answer = tuple[int, bytes]
 """(status, body) of a route; bodies are served as text/plain unless they start with '<'; a 3xx's body
 is sent as its Location instead."""
@@ -25,7 +27,9 @@ Routes = Callable[[str, str], Answer]
 
 
 @dataclass
-class RobotsWeb:
+class RobotsWeb(LoopbackServer):
+    """``async with RobotsWeb(routes) as web``: ``web.url(host, path)``, ``web.requests``."""
+
     routes: Routes
     delay_s: Callable[[str, str], float] | None = None
     """(host, path) -> seconds to wait before answering (None: answer at once)."""
@@ -36,22 +40,9 @@ class RobotsWeb:
     most_at_once: int = 0
     """The most requests the server was answering at one time."""
     _answering: int = 0
-    port: int = 0
-    _server: asyncio.Server | None = None
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
-    async def __aenter__(self) -> RobotsWeb:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
+    def __post_init__(self) -> None:
+        super().__init__()
 
     def url(self, host: str, path: str = "/") -> str:
         return f"http://{host}:{self.port}{path}"
@@ -59,39 +50,30 @@ class RobotsWeb:
     def paths(self, prefix: str) -> list[tuple[str, str]]:
         return [(h, p) for h, p in self.requests if p.startswith(prefix)]
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            while True:
-                raw = await reader.readuntil(b"\r\n\r\n")
-                lines = raw.decode("latin-1").split("\r\n")
-                path = lines[0].split(" ")[1]
-                host = next(v for k, _, v in (x.partition(": ") for x in lines[1:]) if k.lower() == "host")
-                host = host.rsplit(":", 1)[0]
-                self.requests.append((host, path))
-                self.times.append(time.monotonic())
-                self._answering += 1
-                self.most_at_once = max(self.most_at_once, self._answering)
-                try:
-                    if self.delay_s is not None:
-                        await asyncio.sleep(self.delay_s(host, path))
-                    status, body = self.routes(host, path)
-                finally:
-                    self._answering -= 1
-                kind = "text/html" if body.startswith(b"<") else "text/plain"
-                location = ""
-                if 300 <= status < 400:  # a redirect's body is its Location
-                    location, body = f"Location: {body.decode()}\r\n", b""
-                writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\n{location}Content-Length: {len(body)}\r\n\r\n"
-                             .encode() + body)
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass  # the client hung up, or __aexit__ cancelled us
-        finally:
-            self._tasks.discard(task)
-            writer.close()
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            raw = await reader.readuntil(b"\r\n\r\n")
+            lines = raw.decode("latin-1").split("\r\n")
+            path = lines[0].split(" ")[1]
+            host = next(v for k, _, v in (x.partition(": ") for x in lines[1:]) if k.lower() == "host")
+            host = host.rsplit(":", 1)[0]
+            self.requests.append((host, path))
+            self.times.append(time.monotonic())
+            self._answering += 1
+            self.most_at_once = max(self.most_at_once, self._answering)
+            try:
+                if self.delay_s is not None:
+                    await asyncio.sleep(self.delay_s(host, path))
+                status, body = self.routes(host, path)
+            finally:
+                self._answering -= 1
+            kind = "text/html" if body.startswith(b"<") else "text/plain"
+            location = ""
+            if 300 <= status < 400:  # a redirect's body is its Location
+                location, body = f"Location: {body.decode()}\r\n", b""
+            writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: {kind}\r\n{location}Content-Length: {len(body)}\r\n\r\n"
+                         .encode() + body)
+            await writer.drain()
 
 
 def closed_port() -> int:

@@ -21,38 +21,27 @@ from webgather.runtime.launch.crawl import run_crawl
 from webgather.store.crawllog import read_crawl_log
 from webgather.urls import canonicalize
 
+from tests.integration.loopback_server import LoopbackServer
 
-class TinyServer:
+
+class TinyServer(LoopbackServer):
     """HTTP/1.1 on one loopback address: ``path -> (status, extra head lines, body)``; counts connections."""
 
     def __init__(self, host: str, pages: dict[str, tuple[int, str, str]]) -> None:
-        self.host, self.pages, self.connections, self.port = host, pages, 0, 0
-        self._server: asyncio.Server | None = None
+        super().__init__(host)
+        self.pages = pages
 
-    async def __aenter__(self) -> TinyServer:
-        self._server = await asyncio.start_server(self._serve, self.host, 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.connections += 1
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5.0)
-            path = head.split(b" ", 2)[1].decode()
-            status, extra, body = self.pages.get(path, (404, "", "not here"))
-            data = body.encode()
-            writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: text/html\r\nContent-Length: {len(data)}\r\n"
-                         f"Connection: close\r\n{extra}\r\n".encode() + data)
-            await writer.drain()
-        except (OSError, asyncio.IncompleteReadError, TimeoutError):
-            pass
-        finally:
-            writer.close()
+        except (OSError, TimeoutError):
+            return
+        path = head.split(b" ", 2)[1].decode()
+        status, extra, body = self.pages.get(path, (404, "", "not here"))
+        data = body.encode()
+        writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: text/html\r\nContent-Length: {len(data)}\r\n"
+                     f"Connection: close\r\n{extra}\r\n".encode() + data)
+        await writer.drain()
 
 
 @pytest.fixture

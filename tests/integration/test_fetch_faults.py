@@ -31,6 +31,8 @@ from webgather.fetch.resolver import Resolver
 from webgather.fetch.retry import should_retry
 from webgather.clock import SystemClock
 
+from tests.integration.loopback_server import LoopbackServer
+
 Writer = asyncio.StreamWriter
 Route = Callable[[Writer], Awaitable[bool]]
 """Writes a response; returns True to keep the connection open for the next request."""
@@ -53,42 +55,20 @@ def fixed(status: str, body: bytes, headers: list[tuple[str, str]] | None = None
 
 
 @dataclass
-class RawServer:
+class RawServer(LoopbackServer):
     """A loopback HTTP/1.1 server whose routes write raw bytes."""
 
     routes: dict[str, Route]
     requests: list[tuple[str, list[tuple[str, str]]]] = field(default_factory=list)
-    connections: int = 0
-    port: int = 0
-    _server: asyncio.Server | None = None
-    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    listen_on: str = "127.0.0.1"
+    tls_context: ssl.SSLContext | None = None
 
-    async def start(self, host: str = "127.0.0.1") -> int:
-        self._server = await asyncio.start_server(self._serve, host, 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self.port
+    def __post_init__(self) -> None:
+        super().__init__(self.listen_on, self.tls_context)
 
-    async def close(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: Writer) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        self.connections += 1
-        try:
-            while await self._one(reader, writer):
-                pass
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass  # a client hung up, or close() cancelled us: either way this connection is done
-        finally:
-            self._tasks.discard(task)
-            writer.close()
+    async def handle(self, reader: asyncio.StreamReader, writer: Writer) -> None:
+        while await self._one(reader, writer):
+            pass
 
     async def _one(self, reader: asyncio.StreamReader, writer: Writer) -> bool:
         raw = await reader.readuntil(b"\r\n\r\n")
@@ -217,10 +197,8 @@ ROUTES: dict[str, Route] = {
 
 @pytest.fixture
 async def server() -> AsyncIterator[RawServer]:
-    srv = RawServer(dict(ROUTES))
-    await srv.start()
-    yield srv
-    await srv.close()
+    async with RawServer(dict(ROUTES)) as srv:
+        yield srv
 
 
 async def no_dns(host: str) -> list[str]:
@@ -461,17 +439,13 @@ def _ipv6_loopback() -> bool:
 
 @pytest.mark.skipif(not _ipv6_loopback(), reason="no IPv6 loopback here")
 async def test_ipv6_literal_and_mapped_name(backend: str) -> None:
-    srv = RawServer(dict(ROUTES))
-    port = await srv.start("::1")
     clock = SystemClock()
     resolver = Resolver(clock, static={"v6.web.test": "::1"}, lookup=no_dns)
     config = FetchConfig(connect_timeout_s=1.0, total_timeout_s=1.0, http_client=backend)  # type: ignore[arg-type]
-    try:
-        async with HttpClient(config, resolver, clock) as c:
-            literal = await c.fetch(f"http://[::1]:{port}/ok")
-            named = await c.fetch(f"http://v6.web.test:{port}/ok")
-    finally:
-        await srv.close()
+    async with RawServer(dict(ROUTES), listen_on="::1") as srv, HttpClient(config, resolver, clock) as c:
+        port = srv.port
+        literal = await c.fetch(f"http://[::1]:{port}/ok")
+        named = await c.fetch(f"http://v6.web.test:{port}/ok")
     assert (literal.status, literal.peer_ip, named.status, named.peer_ip) == (200, "::1", 200, "::1")
     assert dict(srv.requests[-1][1])["Host"] == f"v6.web.test:{port}"
 
@@ -558,17 +532,12 @@ async def test_https_with_sni_and_certificate_checks(self_signed: tuple[str, str
     context.load_cert_chain(*self_signed)
     names: list[str | None] = []
     context.sni_callback = lambda _sock, name, _ctx: names.append(name)  # type: ignore[assignment,func-returns-value]
-    srv = RawServer(dict(ROUTES))
-    srv._server = await asyncio.start_server(srv._serve, "127.0.0.1", 0, ssl=context)
-    srv.port = srv._server.sockets[0].getsockname()[1]
     config = FetchConfig(connect_timeout_s=2.0, total_timeout_s=2.0, http_client=backend)  # type: ignore[arg-type]
     clock = SystemClock()
     resolver = Resolver(clock, static={"h1.web.test": "127.0.0.1"}, lookup=no_dns)
-    try:
-        async with HttpClient(config, resolver, clock, verify_tls=verify) as c:
-            r = await c.fetch(f"https://h1.web.test:{srv.port}/ok")
-    finally:
-        await srv.close()
+    async with RawServer(dict(ROUTES), tls_context=context) as srv, \
+            HttpClient(config, resolver, clock, verify_tls=verify) as c:  # fmt: skip
+        r = await c.fetch(f"https://h1.web.test:{srv.port}/ok")
     assert names and names[0] == "h1.web.test"
     if verify:  # self-signed: the check fails, as a connect error
         assert (r.status, r.error) == (None, "connect") and "certificate" in r.error_detail.lower()

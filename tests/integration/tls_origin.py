@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.loopback_server import LoopbackServer
+
 x509 = pytest.importorskip("cryptography.x509", reason="cryptography makes the test's self-signed certificate")
 from cryptography.hazmat.primitives import hashes, serialization  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric import ec  # noqa: E402
@@ -42,40 +44,28 @@ def self_signed(directory: Path, host_name: str, address: str) -> tuple[Path, Pa
     return cert_path, key_path
 
 
-class TlsOrigin:
+class TlsOrigin(LoopbackServer):
     def __init__(self, directory: Path, host_name: str, address: str, pages: dict[str, str]) -> None:
-        self.host_name, self.address, self.pages, self.port = host_name, address, pages, 0
         self.cert_path, key_path = self_signed(directory, host_name, address)
-        self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._context.load_cert_chain(self.cert_path, key_path)
+        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        context.load_cert_chain(self.cert_path, key_path)
+        super().__init__(address, context)
+        self.host_name, self.pages = host_name, pages
         self.heads: list[bytes] = []
-        self._server: asyncio.Server | None = None
-
-    async def __aenter__(self) -> TlsOrigin:
-        self._server = await asyncio.start_server(self._serve, self.address, 0, ssl=self._context)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        await self._server.wait_closed()
 
     def url(self, path: str = "/") -> str:
         return f"https://{self.host_name}:{self.port}{path}"
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5.0)
-            self.heads.append(head)
-            path = head.split(b" ", 2)[1].decode()
-            body = self.pages.get(path)
-            status = "200 OK" if body is not None else "404 Not Found"
-            data = (body if body is not None else "not here").encode()
-            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {len(data)}\r\n"
-                         "Connection: close\r\n\r\n".encode() + data)
-            await writer.drain()
-        except (OSError, asyncio.IncompleteReadError, TimeoutError):
-            pass
-        finally:
-            writer.close()
+        except (OSError, TimeoutError):  # TLS errors are OSErrors
+            return
+        self.heads.append(head)
+        path = head.split(b" ", 2)[1].decode()
+        body = self.pages.get(path)
+        status = "200 OK" if body is not None else "404 Not Found"
+        data = (body if body is not None else "not here").encode()
+        writer.write(f"HTTP/1.1 {status}\r\nContent-Type: text/html\r\nContent-Length: {len(data)}\r\n"
+                     "Connection: close\r\n\r\n".encode() + data)
+        await writer.drain()

@@ -43,6 +43,10 @@ def _crawl_checks(config: CrawlConfig) -> list[tuple[bool, str]]:
         (config.parse.max_seconds > 0, "parse.max_seconds must be > 0"),
         (config.parse.workers >= 1, "parse.workers must be >= 1"),
         (config.parse.inline_max_tags >= 0 and config.parse.inline_max_bytes >= 0, "parse.inline_max_tags and inline_max_bytes must be >= 0"),
+        (config.parse.max_bytes > 0 and config.parse.max_tags > 0, "parse.max_bytes and max_tags must be > 0"),
+        (config.parse.max_memory >= 128 * 1024 * 1024, "parse.max_memory must be >= 128 MiB (134217728)"),
+        (config.parse.inline_max_bytes <= config.parse.max_bytes and config.parse.inline_max_tags <= config.parse.max_tags,
+         "parse.inline_max_bytes and inline_max_tags must be <= parse.max_bytes and max_tags"),
         (config.metrics is None or listen_address(config.metrics) is not None,
          f"metrics must be PORT or ADDR:PORT with an IP address ([::1]:9100 for IPv6) and a port "
          f"in 0..65535, not {config.metrics!r}"),

@@ -311,6 +311,15 @@ class ParseConfig:
     with the square of the tag count: about 20 ms at 2,000); 0 sends every page there."""
     inline_max_bytes: int = 512 * 1024
     """Pages larger than this go to a parser process, whatever their tag count."""
+    max_bytes: int = 8 * 1024 * 1024
+    """A larger page is parsed from a prefix of at most this many bytes (cut before a tag), and logged
+    ``parse_truncated``: a parser's memory follows the page's size (50 MB of HTML: about 1 GB)."""
+    max_tags: int = 500_000
+    """A page with more ``<`` bytes is parsed up to the one past this many, and logged ``parse_truncated``:
+    lexbor's tree costs up to about 300 bytes per tag (500,000: about 150 MB at most)."""
+    max_memory: int = 384 * 1024 * 1024
+    """Data memory of each parser process (``RLIMIT_DATA``): a parse that would pass it fails as ``parse_failed``
+    (the process lives on). What a prefix within ``max_bytes`` cannot bound: attributes (8 MB of ``<i a b c ...>``: 1 GB)."""
 
 
 @dataclass(frozen=True, slots=True)

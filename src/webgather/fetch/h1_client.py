@@ -47,7 +47,7 @@ from webgather.config import FetchConfig
 from webgather.config.proxyspec import Proxy
 from webgather.errors import ConnectFailed, ConnectionReset, FetchTimeout
 from webgather.fetch import h1
-from webgather.fetch.h1_conn import Connection, Pool, PoolKey
+from webgather.fetch.h1_conn import Connection, Pool, PoolKey, State
 from webgather.fetch.h1_proxy import Route, open_tunnel, proxy_errors, route
 from webgather.fetch.model import Headers
 from webgather.fetch.request import Draft, WireTarget
@@ -56,6 +56,9 @@ from webgather.fetch.resolver import Resolver
 __all__ = ["NativeTransport"]
 
 _log = logging.getLogger(__name__)
+
+_SETTLE_FROM = (State.REUSABLE, State.STRAY)
+"""A response that ended on a kept-alive connection: watched by :meth:`Connection.settle` (STRAY: to fail it)."""
 
 SETTLE_S = 0.005
 """How long a response on a kept-alive connection is watched for stray bytes before it is handed on
@@ -110,7 +113,7 @@ class NativeTransport:
         try:
             await self._send(kept, request, draft, deadline)
         except ConnectionReset:
-            if kept.received:  # the server answered something: that is its answer
+            if kept.answer_bytes:  # the server answered something: that is its answer
                 raise
             _log.debug("stale keep-alive connection to %s:%d: sending again on a new one", target.host, target.port)
             return None
@@ -135,7 +138,7 @@ class NativeTransport:
         slot: a connection settling is one of the ``concurrency`` open."""
         loop = asyncio.get_running_loop()
         try:
-            if conn.uses > 1 and (conn.reusable or conn.stray):
+            if conn.uses > 1 and conn.state in _SETTLE_FROM:
                 settling_at = loop.time()
                 try:
                     await conn.settle(SETTLE_S)

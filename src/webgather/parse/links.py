@@ -104,6 +104,9 @@ class ParsedPage:
     requisites: tuple[Requisite, ...] = ()
     """(URL, where found) of what the page needs to be shown (:mod:`webgather.parse.requisites`);
     empty unless asked for (``want_requisites``)."""
+    cut_at: int | None = None
+    """Set when only the body's first ``cut_at`` bytes were parsed (a page over ``parse.max_bytes`` or
+    ``parse.max_tags``: :mod:`webgather.parse.html_bound`); what came after them was not read."""
 
 
 class _Raw(NamedTuple):

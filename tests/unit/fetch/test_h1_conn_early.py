@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 
 from webgather.fetch import h1
-from webgather.fetch.h1_conn import Connection
+from webgather.fetch.h1_conn import Connection, State
 
 ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nearly"
 
@@ -61,7 +61,7 @@ async def test_an_answer_before_the_request_is_the_requests_answer() -> None:
     sink = Collect()
     await asyncio.wait_for(conn.send(b"GET / HTTP/1.1\r\n\r\n", sink), 1)
     assert sink.head is not None and (sink.head.status, sink.body) == (200, b"early")
-    assert transport.written.startswith(b"GET /") and not conn.reusable
+    assert transport.written.startswith(b"GET /") and conn.state is State.MUST_CLOSE
 
 
 async def test_an_answer_and_the_end_before_the_request() -> None:
@@ -71,7 +71,7 @@ async def test_an_answer_and_the_end_before_the_request() -> None:
     conn.connection_lost(None)
     sink = Collect()
     await asyncio.wait_for(conn.send(b"GET / HTTP/1.1\r\n\r\n", sink), 1)
-    assert sink.body == b"all of it" and not conn.reusable
+    assert sink.body == b"all of it" and conn.state is State.CLOSED
 
 
 async def test_bytes_on_a_kept_alive_connection_before_its_request_are_stray() -> None:
@@ -80,6 +80,6 @@ async def test_bytes_on_a_kept_alive_connection_before_its_request_are_stray() -
     done = conn.send(b"GET /1 HTTP/1.1\r\n\r\n", sink)
     conn.data_received(ANSWER)
     await done
-    assert conn.reusable
+    assert conn.state is State.REUSABLE
     conn.data_received(ANSWER)  # a second answer nobody asked for
-    assert conn.stray and conn.closed
+    assert conn.state is State.STRAY

@@ -23,6 +23,13 @@ The choice (measured on the 2-core development machine, shared, medians):
   (:mod:`webgather.runtime.engine.affinity`), and are killed when the node closes. Should the
   node itself be killed, each ends at end of input, or by its own alarm mid-parse.
 
+Memory, which a deadline does not bound (lexbor's tree of a 50 MB page: 1 GB): a page over
+``parse.max_bytes`` or ``parse.max_tags`` goes to the process as a prefix within both
+(:mod:`webgather.parse.html_bound`; logged :data:`PARSE_TRUNCATED`, its links followed), sent as it
+is in :data:`SEND_CHUNK` pieces; each process's data memory is limited to ``parse.max_memory``
+(``RLIMIT_DATA``: a parse that passes it is :data:`PARSE_FAILED`, the process lives on) and it gives
+its free heap back after a large body (:mod:`webgather.runtime.engine.parse_worker`).
+
 Why not every page to the pool: it costs a pickle and two pipe trips a page, and the
 parser process's CPU is not free. On the vs_scrapy web (8,152 pages, bench/node_ab.py,
 3 interleaved rounds, machine shared and loaded) ``inline_max_tags = 0`` took 1.59 x
@@ -38,24 +45,33 @@ import logging
 import pickle
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from webgather.config import ParseConfig
 from selectolax.lexbor import LexborHTMLParser
 
+from webgather.parse.html_bound import html_prefix_length
 from webgather.parse.links import ParsedPage, parse_page, parse_page_tree
 from webgather.parse.sitemap import MAX_SITEMAP_URLS, SitemapDoc, parse_sitemap
 from webgather.runtime.engine.parse_worker import HEADER
 
-__all__ = ["MAX_CHILD_SITEMAPS_PER_HOST", "MAX_SITEMAP_URLS_PER_HOST", "PARSE_FAILED", "PARSE_TIMEOUT", "ParseFailure", "ParsePool", "parse_inline"]
+__all__ = ["MAX_CHILD_SITEMAPS_PER_HOST", "MAX_SITEMAP_URLS_PER_HOST", "PARSE_FAILED", "PARSE_TIMEOUT", "PARSE_TRUNCATED",
+           "ParseFailure", "ParsePool", "parse_inline"]
 
 log = logging.getLogger(__name__)
 
 PARSE_TIMEOUT = "parse_timeout"
 """Crawl-log error kind: the page's parse passed ``parse.max_seconds``."""
 PARSE_FAILED = "parse_failed"
-"""Crawl-log error kind: the parser process died or could not start (not the deadline)."""
+"""Crawl-log error kind: the parser process died or could not start (not the deadline), or the parse needed
+more than ``parse.max_memory``."""
+PARSE_TRUNCATED = "parse_truncated"
+"""Crawl-log error kind: the page was parsed from a prefix (``parse.max_bytes``, ``parse.max_tags``); its links
+are followed."""
+SEND_CHUNK = 1024 * 1024
+"""A body goes down the pipe this many bytes at a time, each drained before the next: the node never
+holds a second copy of it (a 50 MB page once took 100 MB more: its pickle and the pipe's buffer)."""
 MAX_SITEMAP_URLS_PER_HOST = 200_000
 """Locations (pages and child sitemaps) one host's sitemaps may list in all, on one node: four full
 sitemaps' worth. Its other pages are still found by their links."""
@@ -106,13 +122,16 @@ class _Worker:
         assert proc.stdin is not None and proc.stdout is not None  # both are PIPE
         self._stdin, self._stdout = proc.stdin, proc.stdout
 
-    async def call(self, request: bytes) -> ParsedPage | SitemapDoc:
-        self._stdin.write(HEADER.pack(len(request)))
-        self._stdin.write(request)
+    async def call(self, request: bytes, body: memoryview) -> ParsedPage | SitemapDoc | str:
+        """Send ``request`` (its arguments but the body, pickled) and ``body``, each a frame; wait for the reply."""
+        self._stdin.write(HEADER.pack(len(request)) + request + HEADER.pack(len(body)))
+        for start in range(0, len(body), SEND_CHUNK):
+            self._stdin.write(body[start:start + SEND_CHUNK])
+            await self._stdin.drain()
         await self._stdin.drain()
         (length,) = HEADER.unpack(await self._stdout.readexactly(HEADER.size))
         page = pickle.loads(await self._stdout.readexactly(length))
-        if not isinstance(page, (ParsedPage, SitemapDoc)):
+        if not isinstance(page, (ParsedPage, SitemapDoc, str)):
             raise pickle.UnpicklingError(f"parser process sent a {type(page).__name__}")
         return page
 
@@ -152,12 +171,12 @@ class ParsePool:
 
     async def parse(self, url: str, body: bytes, content_type: str | None, *,
                     want_text: bool, want_requisites: bool = False) -> ParsedPage | ParseFailure:
-        """:func:`webgather.parse.links.parse_page`, bounded by ``parse.max_seconds`` off the loop."""
+        """:func:`webgather.parse.links.parse_page`, bounded by ``parse.max_seconds`` off the loop, and in
+        memory by ``parse.max_bytes`` and ``max_tags``: a page over either is parsed from a prefix
+        (:mod:`webgather.parse.html_bound`; :attr:`ParsedPage.cut_at` set)."""
         if parse_inline(body, self._config):
             return parse_page(url, body, content_type, want_text=want_text, want_requisites=want_requisites)
-        page = await self._in_worker(("page", (url, body, content_type, want_text, want_requisites)))
-        assert not isinstance(page, SitemapDoc)  # the worker answers a page with a page
-        return page
+        return await self._page_in_worker(url, body, content_type, want_text, want_requisites)
 
     async def parse_with_tree(
         self, url: str, body: bytes, content_type: str | None, *, want_text: bool, want_requisites: bool = False,
@@ -166,10 +185,20 @@ class ParsePool:
         parse). A page parsed in a parser process comes without one (None): a tree does not pickle."""
         if parse_inline(body, self._config):
             return parse_page_tree(url, body, content_type, want_text=want_text, want_requisites=want_requisites)
-        page = await self._in_worker(("page", (url, body, content_type, want_text, want_requisites)))
+        page = await self._page_in_worker(url, body, content_type, want_text, want_requisites)
+        return page if isinstance(page, ParseFailure) else (page, None)
+
+    async def _page_in_worker(self, url: str, body: bytes, content_type: str | None, want_text: bool,
+                              want_requisites: bool) -> ParsedPage | ParseFailure:
+        cut = html_prefix_length(body, self._config.max_bytes, self._config.max_tags)
+        page = await self._in_worker(("page", (url, content_type, want_text, want_requisites)), body, cut)
         if isinstance(page, SitemapDoc):
             raise AssertionError("the parser process answered a page with a sitemap")
-        return page if isinstance(page, ParseFailure) else (page, None)
+        if cut < len(body) and isinstance(page, ParsedPage):
+            log.info("%s: parsed its first %d of %d bytes (parse.max_bytes %d, max_tags %d)", url, cut, len(body),
+                     self._config.max_bytes, self._config.max_tags)
+            return replace(page, cut_at=cut)
+        return page
 
     async def parse_sitemap(self, body: bytes, host: str | None = None) -> SitemapDoc | ParseFailure:
         """:func:`webgather.parse.sitemap.parse_sitemap`, likewise. Its scan is linear, but in
@@ -190,7 +219,7 @@ class ParsePool:
         if not body.startswith(b"\x1f\x8b") and len(body) <= self._config.inline_max_bytes:
             doc = parse_sitemap(body, max_urls=take)
         else:
-            doc = await self._in_worker(("sitemap", (body, take)))
+            doc = await self._in_worker(("sitemap", (take,)), body, len(body))
         assert not isinstance(doc, ParsedPage)
         if host is not None and isinstance(doc, SitemapDoc):
             doc = self._within_children(host, doc)
@@ -209,19 +238,20 @@ class ParsePool:
             return doc
         return SitemapDoc(doc.urls, doc.sitemaps[:left], True, doc.invalid)
 
-    async def _in_worker(self, request: tuple[str, tuple[object, ...]]) -> ParsedPage | SitemapDoc | ParseFailure:
+    async def _in_worker(self, request: tuple[str, tuple[object, ...]], body: bytes, size: int
+                         ) -> ParsedPage | SitemapDoc | ParseFailure:
+        """``request`` in a parser process, with the first ``size`` bytes of ``body`` sent as they are (not pickled)."""
         async with self._slots:
             worker = self._idle.pop() if self._idle else await self._start()
             if worker is None:
                 return ParseFailure(PARSE_FAILED, "parser process did not start")
-            # pickled once a worker is free: a copy of every page waiting (64 of 50 MB) doubled a node's RSS
-            return await self._call(worker, pickle.dumps(request, pickle.HIGHEST_PROTOCOL))
+            return await self._call(worker, pickle.dumps(request, pickle.HIGHEST_PROTOCOL), memoryview(body)[:size])
 
-    async def _call(self, worker: _Worker, request: bytes) -> ParsedPage | SitemapDoc | ParseFailure:
+    async def _call(self, worker: _Worker, request: bytes, body: memoryview) -> ParsedPage | SitemapDoc | ParseFailure:
         limit_s = self._config.max_seconds
         wall_s = _wall_s(limit_s)
         try:
-            page = await asyncio.wait_for(worker.call(request), wall_s)
+            page = await asyncio.wait_for(worker.call(request, body), wall_s)
         except TimeoutError:
             await self._retire(worker)
             return ParseFailure(PARSE_TIMEOUT, f"no parse within {wall_s:g} s")
@@ -235,7 +265,7 @@ class ParsePool:
             worker.kill()
             raise
         self._idle.append(worker)
-        return page
+        return ParseFailure(PARSE_FAILED, page) if isinstance(page, str) else page
 
     async def _start(self) -> _Worker | None:
         if self._closed:
@@ -244,6 +274,7 @@ class ParsePool:
         try:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-c", _BOOT, repr(alarm_s), self._cpus, repr(self._config.max_seconds),
+                str(self._config.max_memory),
                 stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             )
         except OSError as exc:

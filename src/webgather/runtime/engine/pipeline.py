@@ -27,7 +27,7 @@ from webgather.outcome import Decision
 from webgather.parse.links import Link, ParsedPage, followable, parse_page
 from webgather.parse.refresh import refresh_target
 from webgather.parse.sitemap import SitemapDoc, parse_sitemap
-from webgather.runtime.engine.parse_pool import ParseFailure, ParsePool
+from webgather.runtime.engine.parse_pool import PARSE_TRUNCATED, ParseFailure, ParsePool
 from webgather.runtime.engine.requisite_items import is_requisite, requisite_items, stylesheet_items, wants_requisites
 from webgather.scope import Scope
 from webgather.urls import canonicalize, fingerprint, host_key
@@ -186,12 +186,22 @@ async def extract_parsed(
         return Extracted([], None), replace(decision, error=doc.kind)
     if isinstance(doc, SitemapDoc):
         return _cash_of_sitemap(item, _sitemap_items(item, doc, scope), opic), decision
-    refresh = result.header("Refresh")
+    return _from_parsed(item, doc, decision, scope, host_fp, routed, opic, result.header("Refresh"))
+
+
+def _from_parsed(
+    item: CrawlItem, doc: ParsedPage | tuple[ParsedPage, LexborHTMLParser | None], decision: Decision, scope: Scope,
+    host_fp: HostFingerprints, routed: RoutedUrls, opic: bool, refresh: str | None,
+) -> tuple[Extracted, Decision]:
+    """The links of a page the pool parsed (with its tree if ``doc`` has one). One parsed from a prefix
+    (``cut_at``: it was over ``parse.max_bytes`` or ``max_tags``) is ``parse_truncated``; its links are followed."""
+    page = doc[0] if isinstance(doc, tuple) else doc
+    if page.cut_at is not None and decision.error is None:
+        decision = replace(decision, error=PARSE_TRUNCATED)
+    out = _links_of(item, page, scope, host_fp, routed, opic, refresh)
     if isinstance(doc, tuple):
-        out = _links_of(item, doc[0], scope, host_fp, routed, opic, refresh)
         out.page, out.tree = doc
-        return out, decision
-    return _links_of(item, doc, scope, host_fp, routed, opic, refresh), decision
+    return out, decision
 
 
 def _from_page(
