@@ -326,7 +326,7 @@ class RedisCoordinator:
 
     def data_lost(self) -> CannotContinue:
         return CannotContinue(
-            f"Redis at {self.backend.where} lost crawl {self.backend.crawl!r}'s data (its keys are gone: "
+            f"Redis at {self.backend.where} lost the data of crawl {self.backend.crawl!r} (its keys are gone: "
             "FLUSHALL, or a restart without persistence); this node stopped and kept its state, "
             "the crawl cannot go on from that Redis")
 
