@@ -42,7 +42,8 @@ MEANINGS: dict[ExitCode, str] = {
     ExitCode.CANNOT_CONTINUE: "a cluster node could not go on: its backend stayed unreachable past "
                               "max_outage_s or lost its data, or the shared store stayed unusable; "
                               "its state is kept",
-    ExitCode.INTERRUPTED: "Ctrl-C (SIGINT): summary printed, state kept; run the same command to resume",
+    ExitCode.INTERRUPTED: "Ctrl-C (SIGINT), or SIGTERM before a crawl's own handling began: summary printed, "
+                          "state kept; run the same command to resume",
 }
 
 

@@ -208,20 +208,20 @@ async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
 async def _next_run(backend: Any, poll_s: float = 1.0) -> bool:
     """Wait until the crawl's next run (cycle) starts; False if a signal came first."""
     import asyncio
-    import signal
 
-    loop, stop = asyncio.get_running_loop(), asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    from webgather.runtime.engine.signals import crawl_signals
+
+    stop = asyncio.Event()
     coordinator = backend.coordinator()
-    while not stop.is_set():
-        counters = await coordinator.counters()
-        if counters.get("runs", 0) > counters.get("done", 0):
-            return True
-        try:
-            await asyncio.wait_for(stop.wait(), poll_s)
-        except TimeoutError:
-            pass
+    with crawl_signals(stop.set, stop.set):
+        while not stop.is_set():
+            counters = await coordinator.counters()
+            if counters.get("runs", 0) > counters.get("done", 0):
+                return True
+            try:
+                await asyncio.wait_for(stop.wait(), poll_s)
+            except TimeoutError:
+                pass
     return False
 
 
