@@ -251,5 +251,10 @@ async def test_a_node_whose_out_holds_the_crawl_stops_when_redis_lost_its_data(t
         code, err = await _node_command("node", "--redis", server.url, "--crawl", "c1", "--node-id", "n9", "--out",
                                         str(tmp_path / "restarted"))
         assert code == 6 and err.count("\n") == 1 and "Redis lost the crawl's data" in err, err
+        # the crawl's first node restarted (crawl --redis): before, it defined the crawl afresh and started again
+        code, err = await _node_command("crawl", "http://127.0.0.1:1/", "--allow-address", "127.0.0.1", "--redis",
+                                        server.url, "--crawl", "c1", "--node-id", "n9", "--out",
+                                        str(tmp_path / "restarted"))
+        assert code == 6 and err.count("\n") == 1 and "Redis lost the crawl's data" in err, err
         code, err = await _node_command("node", "--redis", server.url, "--crawl", "c1", "--out", str(tmp_path / "new"))
         assert code == 6 and err.count("\n") == 1 and "never started" in err and "lost its data" in err, err

@@ -266,11 +266,12 @@ async def _start_and_run(args: argparse.Namespace, config: CrawlConfig, seeds: l
 
     node = args.node_id or default_node_id()
     check_url(args.redis)  # a malformed URL is a bad command line at once, not an outage
+    has_state = (Path(config.out_dir) / "nodes" / node / "state").is_dir()  # restarted: Redis must know the crawl
 
     async def step() -> tuple[RedisBackend, Any]:
         backend = await RedisBackend.connect(args.redis, args.crawl, config.cluster.n_buckets)
         try:
-            return backend, await start_crawl(backend, config, seeds, nodes=[node])
+            return backend, await start_crawl(backend, config, seeds, nodes=[node], has_state=has_state)
         except BaseException:
             await backend.aclose()
             raise

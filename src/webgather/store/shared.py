@@ -33,7 +33,8 @@ from urllib.parse import unquote, urlsplit
 
 from webgather.errors import ConfigError, StoreError
 
-__all__ = ["CRAWL_KEY", "FileStore", "S3Store", "SharedStore", "check_key", "claim_store", "claimed_epoch", "open_store"]
+__all__ = ["CRAWL_KEY", "FileStore", "S3Store", "SharedStore", "check_key", "claim_store", "claimed_epoch",
+           "open_store"]
 
 COPY_CHUNK_BYTES = 1 << 20
 

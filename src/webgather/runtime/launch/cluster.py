@@ -117,8 +117,13 @@ async def submit_seeds(backend: Backend, config: CrawlConfig, seeds: Sequence[st
 
 
 async def start_crawl(backend: Backend, config: CrawlConfig, seeds: Sequence[str], *,
-                      nodes: Sequence[str] = (), epoch: float | None = None) -> CrawlDefinition:
-    """Define (or resume) the crawl, create the initial table over ``nodes``, send seeds, count a run."""
+                      nodes: Sequence[str] = (), epoch: float | None = None,
+                      has_state: bool = False) -> CrawlDefinition:
+    """Define (or resume) the crawl, create the initial table over ``nodes``, send seeds, count a run.
+    ``has_state``: the starting node's output holds the crawl's state, so a backend without the crawl lost
+    its data (CannotContinue), rather than a crawl to define afresh (it would start again from its seeds)."""
+    if has_state and await definitions.read(backend) is None:
+        raise _lost_with_state()
     wanted = CrawlDefinition.of(config, seeds, epoch if epoch is not None else SystemClock().wall())
     stored = await definitions.publish(backend, wanted)
     coordinator = backend.coordinator()
@@ -164,8 +169,7 @@ async def join_crawl(backend: Backend, *, n_buckets: int | None = None, has_stat
     :func:`absent_crawl`. ``store_url`` must be the crawl's (IncompatibleCrawl otherwise)."""
     found = await definitions.read(backend)
     if found is None and has_state:
-        raise CannotContinue("the backend has no data of this crawl, but this node's output holds its state: "
-                             "Redis lost the crawl's data (flushed, or restarted without persistence)")
+        raise _lost_with_state()
     if found is None:
         raise await absent_crawl(store_url)
     if n_buckets is not None and n_buckets != found.n_buckets:
@@ -175,6 +179,11 @@ async def join_crawl(backend: Backend, *, n_buckets: int | None = None, has_stat
         raise IncompatibleCrawl(f"this node has --shared-store {store_url} but the crawl's is {ours or 'none'}")
     await backend.coordinator().register_crawl(definitions.identity(found))
     return found
+
+
+def _lost_with_state() -> CannotContinue:
+    return CannotContinue("the backend has no data of this crawl, but this node's output holds its state: "
+                          "Redis lost the crawl's data (flushed, or restarted without persistence)")
 
 
 async def absent_crawl(store_url: str | None) -> ClusterError:
