@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from cluster_crawl_helpers import small_web
+from cluster_crawl_helpers import cluster_config, small_web
 from cluster_process_helpers import finish, start_webgather
 from test_cluster_redis_faults import _error_lines, _flushall
 from test_cluster_redis_outage import CRAWL, _setup, _wait_pages, redis_server  # noqa: F401
@@ -66,3 +66,28 @@ async def test_a_new_node_joining_after_a_flush_tells_a_lost_crawl_from_one_neve
     code, output = await _join(tmp_path, redis_server.url)  # no store: it cannot tell, and says both
     (line,) = _error_lines(output)
     assert code == ExitCode.CANNOT_CONTINUE and "never started" in line and "lost its data" in line, output
+
+
+async def test_a_node_that_read_the_crawl_before_a_flush_does_not_write_its_marker_again(
+        tmp_path: Path, redis_server: EmbeddedRedis) -> None:
+    """A node that read the crawl's definition, then registers after a FLUSHALL: it used to write the
+    crawl's settings (its marker) again, and every node that had registered before then found the marker at
+    its beats, crawled on an empty Redis and never saw the crawl's end (the nemesis's seed 107 on s3: two
+    nodes hung). Now the registration needs the definition still there: the node stops, and so do the
+    others at their next beat."""
+    from webgather.cluster import definition
+    from webgather.cluster.redis import RedisBackend
+    from webgather.errors import CannotContinue
+    from webgather.runtime.launch.cluster import start_crawl
+
+    config = cluster_config(small_web(), tmp_path / "crawl", tmp_path / "none.txt", n_buckets=16)
+    async with await RedisBackend.connect(redis_server.url, CRAWL, 16) as first, \
+            await RedisBackend.connect(redis_server.url, CRAWL, 16) as late:
+        await start_crawl(first, config, ["http://h0001.web.test/"], nodes=["a"])
+        read = await definition.read(late)
+        assert read is not None
+        await asyncio.to_thread(_flushall, redis_server.url)
+        with pytest.raises(CannotContinue, match="lost the data of crawl"):
+            await late.coordinator().register_crawl(definition.identity(read), defined=True)
+        with pytest.raises(CannotContinue, match="lost the data of crawl"):
+            await first.coordinator().heartbeat("a", {"idle": False}, 1.0)

@@ -15,7 +15,9 @@ keep a crawl in one hash slot, so the Lua scripts may touch any of them):
 ``settings``        also the crawl's marker: a node that registered the crawl finds it at every
                     heartbeat and lease renewal; gone (FLUSHALL, a restart without persistence), the
                     node stops with :class:`~webgather.errors.CannotContinue` instead of crawling on
-                    an empty Redis (no table, no counters: the crawl's end would never be seen)
+                    an empty Redis (no table, no counters: the crawl's end would never be seen); a
+                    node that read the crawl's definition before a flush does not write it again
+``definition``      string: the crawl's definition (``cluster.definition``), ``SET NX``
 ``counters``        hash of integer counters (``HINCRBY``)
 ``addresses``       hash host -> address (``HSETNX`` in a script: the first published wins)
 ==================  ===============================================================
@@ -354,9 +356,12 @@ class RedisCoordinator:
             self._cached = new
         return bool(done == 1)
 
-    async def register_crawl(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+    async def register_crawl(self, settings: Mapping[str, Any], *, defined: bool = False) -> dict[str, Any]:
         text, given = common.mapping_json(settings, "crawl settings")
-        stored_text = await self.backend.run("ENSURE_SETTINGS", [self.keys.settings], [text])
+        stored_text = await self.backend.run("ENSURE_SETTINGS", [self.keys.settings, self.keys.definition],
+                                             [text, "1" if defined else "0"])
+        if stored_text is None:  # flushed since the caller read the definition: the marker stays gone
+            raise self.data_lost()
         stored = common.from_json(stored_text, "crawl settings")
         if not isinstance(stored, dict):
             raise ClusterError("stored crawl settings are not a JSON object")

@@ -127,7 +127,7 @@ async def start_crawl(backend: Backend, config: CrawlConfig, seeds: Sequence[str
     wanted = CrawlDefinition.of(config, seeds, epoch if epoch is not None else SystemClock().wall())
     stored = await definitions.publish(backend, wanted)
     coordinator = backend.coordinator()
-    await coordinator.register_crawl(definitions.identity(stored))
+    await coordinator.register_crawl(definitions.identity(stored), defined=True)
     if nodes and await coordinator.get_table() is None:
         await coordinator.cas_table(None, initial(nodes, stored.n_buckets))
     await submit_seeds(backend, stored.crawl_config(), [*stored.seeds, *seeds])
@@ -177,7 +177,7 @@ async def join_crawl(backend: Backend, *, n_buckets: int | None = None, has_stat
     ours = found.crawl_config().cluster.shared_store
     if store_url is not None and store_url.rstrip("/") != (ours or "").rstrip("/"):
         raise IncompatibleCrawl(f"this node has --shared-store {store_url} but the crawl's is {ours or 'none'}")
-    await backend.coordinator().register_crawl(definitions.identity(found))
+    await backend.coordinator().register_crawl(definitions.identity(found), defined=True)
     return found
 
 
