@@ -278,7 +278,9 @@ class RedisTransport:
             if not missing:
                 return _deliveries(flat), bytes(bell).decode("ascii")
             await self.backend.run("INTEREST", [interest], [INTEREST_TTL_MS, *wanted])
-        raise ClusterError("the bucket interest set vanished right after it was written")
+        # deleted between the write and the read: Redis lost its data (FLUSHALL) or evicts; the node's next beat
+        # finds the crawl's marker gone and stops, or the read is retried as after an outage
+        raise BackendUnavailable("the bucket interest set vanished right after it was written (FLUSHALL, or eviction)")
 
     async def _wait_bell(self, bell: str, wait_s: float) -> None:
         with self.backend.errors():
