@@ -16,12 +16,11 @@ from __future__ import annotations
 import logging
 import typing
 
-from webgather.config import CrawlConfig, load
-from webgather.errors import WebgatherError
-from webgather.urls import canonicalize, fingerprint, join
-
 if typing.TYPE_CHECKING:
     from webgather.api import Crawl, CrawlSummary
+    from webgather.config import CrawlConfig, load
+    from webgather.errors import WebgatherError
+    from webgather.urls import canonicalize, fingerprint, join
     from webgather.runtime.engine.item_sinks import ItemSink
     from webgather.runtime.engine.page_hooks import Link, Page
 
@@ -36,9 +35,12 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {"Crawl": "webgather.api", "CrawlSummary": "webgather.api", "ItemSink": "webgather.runtime.engine.item_sinks",
          "Link": "webgather.runtime.engine.page_hooks",
-         "Page": "webgather.runtime.engine.page_hooks"}
-"""Exported on first use: importing them loads the whole crawler, which ``import webgather`` (a
-parser process, a command that only reads a crawl) need not pay for."""
+         "Page": "webgather.runtime.engine.page_hooks", "CrawlConfig": "webgather.config", "load": "webgather.config",
+         "WebgatherError": "webgather.errors", "canonicalize": "webgather.urls", "fingerprint": "webgather.urls",
+         "join": "webgather.urls"}
+"""Exported on first use: importing them loads the whole crawler (or numpy, for the URL functions), which
+``import webgather`` (a parser process, a command that only reads a crawl, the command line's entry before
+it handles SIGTERM: :mod:`webgather._entry`) need not pay for."""
 
 
 def __getattr__(name: str) -> typing.Any:

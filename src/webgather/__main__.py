@@ -1,3 +1,3 @@
-from webgather.cli import main
+from webgather._entry import main
 
 raise SystemExit(main())

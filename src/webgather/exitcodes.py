@@ -37,12 +37,13 @@ MEANINGS: dict[ExitCode, str] = {
                            "run the same command once there is room",
     ExitCode.DATA_LOST: "the crawl ended but could not keep or recover some URLs: a DATA LOST line "
                         "with the exact count",
-    ExitCode.NOTHING_FETCHED: "nothing was fetched: every fetch of the run (or of the re-crawl cycle) "
-                              "failed, e.g. every seed's host is unreachable",
+    ExitCode.NOTHING_FETCHED: "nothing was fetched: every fetch of the run (or of the re-crawl cycle; on a "
+                              "cluster node, of every node) failed, e.g. every seed's host is unreachable",
     ExitCode.CANNOT_CONTINUE: "a cluster node could not go on: its backend stayed unreachable past "
                               "max_outage_s or lost its data, or the shared store stayed unusable; "
                               "its state is kept",
-    ExitCode.INTERRUPTED: "Ctrl-C (SIGINT): summary printed, state kept; run the same command to resume",
+    ExitCode.INTERRUPTED: "Ctrl-C (SIGINT), or SIGTERM before a crawl's own handling began: summary printed, "
+                          "state kept; run the same command to resume",
 }
 
 

@@ -71,7 +71,7 @@ async def test_redis_that_lost_the_crawls_data_stops_the_node_loudly(tmp_path: P
     assert at < len(expect), "the crawl ended before the fault"
     assert code == ExitCode.CANNOT_CONTINUE, output
     (line,) = _error_lines(output)
-    assert "lost crawl 'outage''s data" in line and "kept its state" in line, line
+    assert "lost the data of crawl 'outage'" in line and "kept its state" in line, line
     assert (out / "nodes").is_dir() and list(out.glob("nodes/*/crawl.log.jsonl"))  # its state is kept
 
 

@@ -190,3 +190,23 @@ async def test_a_send_on_a_closed_transport_is_an_outage_not_a_traceback(server:
         with pytest.raises(RuntimeError, match="something else"):  # a bug of ours stays a bug
             with backend.errors():
                 raise RuntimeError("something else")
+
+
+async def test_a_flush_between_writing_and_reading_the_interest_set_is_an_outage_not_a_crash(
+        server: EmbeddedRedis) -> None:
+    """A FLUSHALL right after a reader wrote its bucket interest set: the read found it gone twice and raised
+    a bare ClusterError, which no loop handles: the node died with a traceback (exit 1; the nemesis's s3 seed
+    120). Now it is BackendUnavailable: the receive loop retries, and the node's beat sees the crawl's data
+    lost (its marker gone) and stops with exit 6."""
+    async with await RedisBackend.connect(server.url, "flushed", 16) as backend:
+        run = backend.run
+
+        async def flushing(name: str, keys: list[str], args: list[object]) -> object:
+            result = await run(name, keys, args)
+            if name == "INTEREST":
+                await backend.client.flushall()
+            return result
+
+        backend.run = flushing  # type: ignore[method-assign]
+        with pytest.raises(BackendUnavailable, match="interest set vanished"):
+            await backend.transport("a").receive([1, 2], 5, 0)

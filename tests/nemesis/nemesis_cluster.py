@@ -114,7 +114,7 @@ class Cluster:
         common = ["--redis", f"redis://{proxy.url_host}", "--crawl", CRAWL, "--out", str(self.out(node)),
                   "--node-id", node]
         args = ["crawl", *self.seeds, "--config", str(self.toml), "--no-progress", *common] if first \
-            else ["node", *common]
+            else ["node", *common, "--shared-store", self.store.url]
         env = {**os.environ, **self.store.env}
         if slow_clock:
             if not FAKETIME_LIB.exists():

@@ -20,7 +20,7 @@ from webgather.runtime.launch.workers import node_command
 SRC = Path(webgather.__file__).parent
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$")
 TEXT_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z (DEBUG|INFO|WARNING|ERROR) [\w.]+: ")
-PRINTING_ALLOWED = ("commands/", "cli.py")
+PRINTING_ALLOWED = ("commands/", "cli.py", "_entry.py")
 """Where a command's result for its user may be printed (webgather.logs says which)."""
 
 

@@ -33,6 +33,7 @@ class Keys:
         self.bell = self.prefix + "bell"
         self.table = self.prefix + "table"
         self.settings = self.prefix + "settings"
+        self.definition = self.prefix + "definition"
         self.members = self.prefix + "members"
         self.member_prefix = self.prefix + "m:"
         self.lease = self.prefix + "lease"

@@ -125,7 +125,9 @@ return 1
 """
 
 ENSURE_SETTINGS = """
--- KEYS: settings; ARGV: settings JSON. First writer wins; returns what is stored.
+-- KEYS: settings, definition; ARGV: settings JSON, defined. First writer wins; returns what is stored.
+-- defined "1": the caller read the definition here; gone means Redis lost the crawl's data: nil, untouched.
+if ARGV[2] == '1' and redis.call('EXISTS', KEYS[2]) == 0 then return false end
 local cur = redis.call('GET', KEYS[1])
 if cur then return cur end
 redis.call('SET', KEYS[1], ARGV[1])

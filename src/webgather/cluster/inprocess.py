@@ -219,7 +219,8 @@ class InProcessCoordinator:
         self._table = new
         return True
 
-    async def register_crawl(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+    async def register_crawl(self, settings: Mapping[str, Any], *, defined: bool = False) -> dict[str, Any]:
+        # defined: the hub lives in this process and cannot lose a definition it was given
         _text, given = common.mapping_json(settings, "crawl settings")
         if self._settings is None:
             self._settings = given

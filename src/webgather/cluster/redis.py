@@ -15,7 +15,9 @@ keep a crawl in one hash slot, so the Lua scripts may touch any of them):
 ``settings``        also the crawl's marker: a node that registered the crawl finds it at every
                     heartbeat and lease renewal; gone (FLUSHALL, a restart without persistence), the
                     node stops with :class:`~webgather.errors.CannotContinue` instead of crawling on
-                    an empty Redis (no table, no counters: the crawl's end would never be seen)
+                    an empty Redis (no table, no counters: the crawl's end would never be seen); a
+                    node that read the crawl's definition before a flush does not write it again
+``definition``      string: the crawl's definition (``cluster.definition``), ``SET NX``
 ``counters``        hash of integer counters (``HINCRBY``)
 ``addresses``       hash host -> address (``HSETNX`` in a script: the first published wins)
 ==================  ===============================================================
@@ -276,7 +278,9 @@ class RedisTransport:
             if not missing:
                 return _deliveries(flat), bytes(bell).decode("ascii")
             await self.backend.run("INTEREST", [interest], [INTEREST_TTL_MS, *wanted])
-        raise ClusterError("the bucket interest set vanished right after it was written")
+        # deleted between the write and the read: Redis lost its data (FLUSHALL) or evicts; the node's next beat
+        # finds the crawl's marker gone and stops, or the read is retried as after an outage
+        raise BackendUnavailable("the bucket interest set vanished right after it was written (FLUSHALL, or eviction)")
 
     async def _wait_bell(self, bell: str, wait_s: float) -> None:
         with self.backend.errors():
@@ -326,7 +330,7 @@ class RedisCoordinator:
 
     def data_lost(self) -> CannotContinue:
         return CannotContinue(
-            f"Redis at {self.backend.where} lost crawl {self.backend.crawl!r}'s data (its keys are gone: "
+            f"Redis at {self.backend.where} lost the data of crawl {self.backend.crawl!r} (its keys are gone: "
             "FLUSHALL, or a restart without persistence); this node stopped and kept its state, "
             "the crawl cannot go on from that Redis")
 
@@ -354,9 +358,12 @@ class RedisCoordinator:
             self._cached = new
         return bool(done == 1)
 
-    async def register_crawl(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+    async def register_crawl(self, settings: Mapping[str, Any], *, defined: bool = False) -> dict[str, Any]:
         text, given = common.mapping_json(settings, "crawl settings")
-        stored_text = await self.backend.run("ENSURE_SETTINGS", [self.keys.settings], [text])
+        stored_text = await self.backend.run("ENSURE_SETTINGS", [self.keys.settings, self.keys.definition],
+                                             [text, "1" if defined else "0"])
+        if stored_text is None:  # flushed since the caller read the definition: the marker stays gone
+            raise self.data_lost()
         stored = common.from_json(stored_text, "crawl settings")
         if not isinstance(stored, dict):
             raise ClusterError("stored crawl settings are not a JSON object")

@@ -133,10 +133,14 @@ class CrawlRegistry(Protocol):
         greater than ``expected_version`` (else ClusterError)."""
         ...
 
-    async def register_crawl(self, settings: Mapping[str, Any]) -> dict[str, Any]:
+    async def register_crawl(self, settings: Mapping[str, Any], *, defined: bool = False) -> dict[str, Any]:
         """Store the crawl's settings on first call and return them; a later call
         with different settings raises :class:`~webgather.errors.IncompatibleCrawl`
-        naming the differing keys. Settings must be JSON values (compared as JSON)."""
+        naming the differing keys. Settings must be JSON values (compared as JSON).
+        ``defined``: the caller read the crawl's definition from this backend, so a
+        backend that no longer has it lost the crawl's data since:
+        :class:`~webgather.errors.CannotContinue`, and nothing stored (the settings
+        are the marker by which the crawl's other nodes see the loss)."""
         ...
 
 

@@ -28,7 +28,7 @@ from webgather.cluster._common import check_node
 from webgather.commands.options import add_metrics_option
 from webgather.commands.redis_url import add_redis_file_option, resolve_redis_url
 from webgather.config import REDIS_URL_ENV, CrawlConfig
-from webgather.errors import ClusterError, ConfigError
+from webgather.errors import BackendUnavailable, ClusterError, ConfigError, StoreError
 from webgather.exitcodes import MEANINGS, ExitCode, help_epilog
 from webgather.logs import add_log_options
 from webgather.store.outdir import prepare_out_dir
@@ -47,6 +47,10 @@ def register(sub: Any) -> None:
     add("--out", default="crawl-out", help="output directory; this node writes under OUT/nodes/<node id>/")
     add("--node-id", default=None, help="this node's id (default: host name and process id)")
     add("--buckets", type=int, default=None, help="M; refused if it differs from the crawl's")
+    add("--shared-store", default=None, metavar="URL",
+        help="the crawl's shared store (refused if it differs from the crawl's): with it, a node that finds no "
+             "crawl of the name in Redis tells a Redis that lost the crawl's data (exit 6) from a crawl never "
+             "started (exit 2); default: WEBGATHER_CLUSTER__SHARED_STORE")
     add("--config", default=None, metavar="FILE",
         help="TOML file of this node's own settings (fetch.concurrency, pin_cpu, fetch.source_address, metrics, "
              "fetch.proxy, hooks.items), under WEBGATHER_* and the flags; the crawl's other settings are its "
@@ -143,7 +147,8 @@ async def connect_crawl(url: str, crawl: str, n_buckets: int | None) -> Any:
 async def _connect_and_join(args: argparse.Namespace) -> tuple[Any, Any]:
     """The backend and the crawl's definition, for this node: retried while Redis is unreachable for up to
     ``max_outage_s`` (the crawl's definition kept in this node's ``--out``, else ``WEBGATHER_*`` and the
-    defaults), then CannotContinue (exit 6)."""
+    defaults), then CannotContinue (exit 6). A crawl Redis does not know is judged by ``join_crawl`` with this
+    node's state and the crawl's shared store (``--shared-store``, else the crawl's or ``WEBGATHER_*``'s)."""
     from webgather.cluster.definition import read, read_saved
     from webgather.cluster.patience import within_outage
     from webgather.cluster.redis import check_url
@@ -152,7 +157,8 @@ async def _connect_and_join(args: argparse.Namespace) -> tuple[Any, Any]:
 
     check_url(args.redis)  # a malformed URL is a bad command line at once, not an outage
     saved = read_saved(args.out)
-    patience = (saved.crawl_config() if saved is not None else load()).cluster.max_outage_s
+    base = (saved.crawl_config() if saved is not None else load()).cluster
+    patience, store_url = base.max_outage_s, args.shared_store or base.shared_store
     # the crawl existed for this node: its --out holds the crawl's state, or a try below saw its definition
     known = saved is not None or (Path(args.out) / "nodes" / args.node_id / "state").is_dir()
 
@@ -161,12 +167,12 @@ async def _connect_and_join(args: argparse.Namespace) -> tuple[Any, Any]:
         backend = await connect_crawl(args.redis, args.crawl, args.buckets)
         try:
             known = known or await read(backend) is not None
-            return backend, await join_crawl(backend, n_buckets=args.buckets, has_state=known)
+            return backend, await join_crawl(backend, n_buckets=args.buckets, has_state=known, store_url=store_url)
         except BaseException:
             await backend.aclose()
             raise
 
-    return await within_outage(step, node=args.node_id, max_outage_s=patience)
+    return await within_outage(step, node=args.node_id, max_outage_s=patience, retry=(BackendUnavailable, StoreError))
 
 
 def _local(args: argparse.Namespace) -> dict[str, Any]:
@@ -202,20 +208,20 @@ async def _join_and_run(args: argparse.Namespace) -> dict[str, Any]:
 async def _next_run(backend: Any, poll_s: float = 1.0) -> bool:
     """Wait until the crawl's next run (cycle) starts; False if a signal came first."""
     import asyncio
-    import signal
 
-    loop, stop = asyncio.get_running_loop(), asyncio.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+    from webgather.runtime.engine.signals import crawl_signals
+
+    stop = asyncio.Event()
     coordinator = backend.coordinator()
-    while not stop.is_set():
-        counters = await coordinator.counters()
-        if counters.get("runs", 0) > counters.get("done", 0):
-            return True
-        try:
-            await asyncio.wait_for(stop.wait(), poll_s)
-        except TimeoutError:
-            pass
+    with crawl_signals(stop.set, stop.set):
+        while not stop.is_set():
+            counters = await coordinator.counters()
+            if counters.get("runs", 0) > counters.get("done", 0):
+                return True
+            try:
+                await asyncio.wait_for(stop.wait(), poll_s)
+            except TimeoutError:
+                pass
     return False
 
 
@@ -260,11 +266,12 @@ async def _start_and_run(args: argparse.Namespace, config: CrawlConfig, seeds: l
 
     node = args.node_id or default_node_id()
     check_url(args.redis)  # a malformed URL is a bad command line at once, not an outage
+    has_state = (Path(config.out_dir) / "nodes" / node / "state").is_dir()  # restarted: Redis must know the crawl
 
     async def step() -> tuple[RedisBackend, Any]:
         backend = await RedisBackend.connect(args.redis, args.crawl, config.cluster.n_buckets)
         try:
-            return backend, await start_crawl(backend, config, seeds, nodes=[node])
+            return backend, await start_crawl(backend, config, seeds, nodes=[node], has_state=has_state)
         except BaseException:
             await backend.aclose()
             raise

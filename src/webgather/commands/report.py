@@ -134,14 +134,15 @@ def exit_line(line: str, level: int = logging.ERROR) -> None:
 def exit_code(summary: dict[str, Any], *, resume: str = "run the same command to resume the crawl") -> int:
     """The command's exit status for a crawl run that ended with ``summary`` (errors raised are ``cli``'s;
     :mod:`webgather.exitcodes`): DATA_LOST if buckets were lost, INTERRUPTED after Ctrl-C (with a last
-    line saying how to resume), NOTHING_FETCHED if every fetch failed (with a line saying so), else DONE."""
+    line saying how to resume), NOTHING_FETCHED if every fetch failed (with a line saying so; a cluster node's
+    ``crawl_answered``, the nodes of the crawl that had an answer, makes that the crawl's), else DONE."""
     if summary.get("losses"):
         return ExitCode.DATA_LOST
     if summary.get("interrupted") or summary.get("end") == "stopped":
         exit_line(f"webgather: interrupted; {resume}", logging.WARNING)
         return ExitCode.INTERRUPTED
     failed = _tried(summary.get("errors") or {})
-    if failed and not summary.get("status"):
+    if failed and not summary.get("status") and not summary.get("crawl_answered"):  # a cluster node: the crawl's
         exit_line(f"webgather: nothing fetched: no request got an answer ({_kinds(summary.get('errors') or {})})")
         return ExitCode.NOTHING_FETCHED
     return ExitCode.DONE

@@ -33,7 +33,8 @@ from urllib.parse import unquote, urlsplit
 
 from webgather.errors import ConfigError, StoreError
 
-__all__ = ["CRAWL_KEY", "FileStore", "S3Store", "SharedStore", "check_key", "claim_store", "open_store"]
+__all__ = ["CRAWL_KEY", "FileStore", "S3Store", "SharedStore", "check_key", "claim_store", "claimed_epoch",
+           "open_store"]
 
 COPY_CHUNK_BYTES = 1 << 20
 
@@ -73,17 +74,26 @@ def check_key(key: str) -> str:
 CRAWL_KEY = "crawl.json"
 
 
+def claimed_epoch(store: SharedStore) -> float | None:
+    """The epoch of the crawl that claimed the store (:func:`claim_store`), None if none did. The claim
+    outlives the crawl's Redis: it is how a node that never saw the crawl tells a Redis that lost the
+    crawl's data from a crawl never started."""
+    raw = store.get_bytes(CRAWL_KEY)
+    if raw is None:
+        return None
+    try:
+        return float(json.loads(raw)["epoch"])
+    except (ValueError, KeyError, TypeError):
+        raise StoreError(f"shared store {store.url}: {CRAWL_KEY} is unreadable") from None
+
+
 def claim_store(store: SharedStore, epoch: float) -> None:
     """Mark the store as the crawl's (its epoch: the same on every node and across resumes), or
     ConfigError if it holds another crawl's files, whose names this crawl's would collide with."""
-    raw = store.get_bytes(CRAWL_KEY)
-    if raw is None:
+    found = claimed_epoch(store)
+    if found is None:
         store.put_bytes(CRAWL_KEY, json.dumps({"epoch": epoch}).encode())
         return
-    try:
-        found = float(json.loads(raw)["epoch"])
-    except (ValueError, KeyError, TypeError):
-        raise StoreError(f"shared store {store.url}: {CRAWL_KEY} is unreadable") from None
     if abs(found - epoch) > 1e-3:
         raise ConfigError(f"shared store {store.url} holds another crawl's files (started at epoch {found}): "
                           "give each crawl its own directory or prefix")

@@ -20,6 +20,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Callable, Iterator
+from typing import Any
 
 __all__ = ["NodeSignals", "crawl_signals"]
 
@@ -28,18 +29,23 @@ log = logging.getLogger(__name__)
 
 @contextlib.contextmanager
 def crawl_signals(on_term: Callable[[], object], on_int: Callable[[], object]) -> Iterator[None]:
-    """SIGTERM -> ``on_term``, SIGINT -> ``on_int`` on the running loop while the block runs."""
+    """SIGTERM -> ``on_term``, SIGINT -> ``on_int`` on the running loop while the block runs; then the
+    handlers from before it (the loop's removal alone leaves SIGTERM's default, death by the signal,
+    where the command line's entry had made it an interruption: :mod:`webgather._entry`)."""
     loop = asyncio.get_running_loop()
-    installed = []
+    installed: dict[signal.Signals, Any] = {}
     for sig, handler in ((signal.SIGTERM, on_term), (signal.SIGINT, on_int)):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            before = signal.getsignal(sig)
             loop.add_signal_handler(sig, handler)
-            installed.append(sig)
+            installed[sig] = before
     try:
         yield
     finally:
-        for sig in installed:
+        for sig, before in installed.items():
             loop.remove_signal_handler(sig)
+            if before is not None:  # None: a handler not set from Python, which removal cannot restore either
+                signal.signal(sig, before)
 
 
 class NodeSignals:

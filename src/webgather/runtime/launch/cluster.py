@@ -27,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -61,12 +62,12 @@ from webgather.runtime.metrics.progress import Progress
 from webgather.runtime.engine.signals import NodeSignals
 from webgather.runtime.engine.pipeline import seed_items
 from webgather.scope import Scope
-from webgather.store.shared import SharedStore, claim_store, open_store
+from webgather.store.shared import SharedStore, claim_store, claimed_epoch, open_store
 from webgather.store.summary import record_run
 from webgather.urls import host_key
 
-__all__ = ["CYCLE", "current_cycle", "join_crawl", "partition_of", "run_cluster_node", "ship_last", "start_crawl",
-           "start_cycle", "submit_seeds"]
+__all__ = ["CYCLE", "absent_crawl", "current_cycle", "join_crawl", "partition_of", "run_cluster_node", "ship_last",
+           "start_crawl", "start_cycle", "submit_seeds"]
 
 SEED_SENDER = "seeds"
 CYCLE = "recrawl.cycle"
@@ -118,12 +119,17 @@ async def submit_seeds(backend: Backend, config: CrawlConfig, seeds: Sequence[st
 
 
 async def start_crawl(backend: Backend, config: CrawlConfig, seeds: Sequence[str], *,
-                      nodes: Sequence[str] = (), epoch: float | None = None) -> CrawlDefinition:
-    """Define (or resume) the crawl, create the initial table over ``nodes``, send seeds, count a run."""
+                      nodes: Sequence[str] = (), epoch: float | None = None,
+                      has_state: bool = False) -> CrawlDefinition:
+    """Define (or resume) the crawl, create the initial table over ``nodes``, send seeds, count a run.
+    ``has_state``: the starting node's output holds the crawl's state, so a backend without the crawl lost
+    its data (CannotContinue), rather than a crawl to define afresh (it would start again from its seeds)."""
+    if has_state and await definitions.read(backend) is None:
+        raise _lost_with_state()
     wanted = CrawlDefinition.of(config, seeds, epoch if epoch is not None else SystemClock().wall())
     stored = await definitions.publish(backend, wanted)
     coordinator = backend.coordinator()
-    await coordinator.register_crawl(definitions.identity(stored))
+    await coordinator.register_crawl(definitions.identity(stored), defined=True)
     if nodes and await coordinator.get_table() is None:
         await coordinator.cas_table(None, initial(nodes, stored.n_buckets))
     await submit_seeds(backend, stored.crawl_config(), [*stored.seeds, *seeds])
@@ -157,21 +163,50 @@ async def start_cycle(backend: Backend, config: CrawlConfig, seeds: Sequence[str
 
 
 
-async def join_crawl(backend: Backend, *, n_buckets: int | None = None, has_state: bool = False) -> CrawlDefinition:
+async def join_crawl(backend: Backend, *, n_buckets: int | None = None, has_state: bool = False,
+                     store_url: str | None = None) -> CrawlDefinition:
     """The crawl's stored definition, registered for this node (``runtime.launch.start`` adds the node's settings).
-    ``has_state``: this node's output already holds the crawl's state, so a crawl the backend does not know
-    is data the backend lost (CannotContinue), not a crawl never started (a usage error)."""
+    A crawl the backend does not know is data the backend lost (CannotContinue) if this node's output holds
+    its state (``has_state``) or the crawl's shared store (``store_url``) was claimed by it: see
+    :func:`absent_crawl`. ``store_url`` must be the crawl's (IncompatibleCrawl otherwise)."""
     found = await definitions.read(backend)
     if found is None and has_state:
-        raise CannotContinue("the backend has no data of this crawl, but this node's output holds its state: "
-                             "Redis lost the crawl's data (flushed, or restarted without persistence)")
+        raise _lost_with_state()
     if found is None:
-        raise ClusterError("no crawl of that name has been started: start it with "
-                           "webgather crawl SEED... --redis URL --crawl NAME")
+        raise await absent_crawl(store_url)
     if n_buckets is not None and n_buckets != found.n_buckets:
         raise IncompatibleCrawl(f"this node has --buckets {n_buckets} but the crawl has {found.n_buckets} buckets")
-    await backend.coordinator().register_crawl(definitions.identity(found))
+    ours = found.crawl_config().cluster.shared_store
+    if store_url is not None and store_url.rstrip("/") != (ours or "").rstrip("/"):
+        raise IncompatibleCrawl(f"this node has --shared-store {store_url} but the crawl's is {ours or 'none'}")
+    await backend.coordinator().register_crawl(definitions.identity(found), defined=True)
     return found
+
+
+def _lost_with_state() -> CannotContinue:
+    return CannotContinue("the backend has no data of this crawl, but this node's output holds its state: "
+                          "Redis lost the crawl's data (flushed, or restarted without persistence)")
+
+
+async def absent_crawl(store_url: str | None) -> ClusterError:
+    """Why Redis has no crawl of the name, for a node with no state of it. A crawl's first node claims its
+    shared store (``crawl.json``), which a FLUSHALL or an empty Redis does not touch: a claimed store
+    means Redis lost the crawl's data (CannotContinue); an unclaimed one, a crawl never started (a usage
+    error). Without a store nothing tells them apart: CannotContinue, naming both."""
+    start = "start it with webgather crawl SEED... --redis URL --crawl NAME"
+    if store_url is None:
+        return CannotContinue(f"Redis has no crawl of that name: either it was never started ({start}) or Redis "
+                              "lost its data (FLUSHALL, or a restart without persistence); the crawl's "
+                              "--shared-store tells which")
+    store = await asyncio.to_thread(open_store, store_url)
+    epoch = await asyncio.to_thread(claimed_epoch, store)
+    if epoch is None:
+        return ClusterError(f"no crawl of that name has been started (Redis and the shared store {store_url} "
+                            f"hold none): {start}")
+    started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(epoch))
+    return CannotContinue(f"Redis has no crawl of that name, but its shared store {store_url} holds the files "
+                          f"of the crawl started {started}: Redis lost the crawl's data (FLUSHALL, or a restart "
+                          "without persistence); the crawl cannot go on from that Redis")
 
 
 async def run_cluster_node(backend: Backend, config: CrawlConfig, *, node_id: str, nodes_dir: Path,

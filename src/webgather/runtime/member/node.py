@@ -91,6 +91,9 @@ STARTUP_GRACE_S = 10.0
 """A node in the table never seen alive gets this long to start before it counts as dead."""
 WATCH_S = 0.25
 """The watch loop looks at the outages this often (it makes no call that could hang)."""
+ANSWERED = "answered"
+"""Coordinator counter: raised by each node run at the beat after its first answer (a response, whatever its
+status), so a node that got none of its own knows whether the crawl did (exit 5 judges the crawl)."""
 
 
 def _router(parts: NodeParts, transport: UrlTransport, ownership: Ownership, addresses: SharedAddresses | None,
@@ -115,6 +118,11 @@ class ClusterNode:
     lease, ownership and page limits), router, crawl, bucket keeper, coordinating role and, with
     ``store`` (the crawl's shared store), its :attr:`checkpoints`, whose held acks the keeper
     acks through from the start."""
+
+    crawl_answered = 0
+    """The crawl's ``ANSWERED`` counter at the last beat (0: no node has had an answer)."""
+    _answer_counted = False
+    """This run raised ``ANSWERED``."""
 
     def __init__(self, parts: NodeParts, backend: Backend, *, nodes_dir: Path, frontier_cls: type[Frontier] = Frontier,
                  addresses: SharedAddresses | None = None, cycle: NodeCycle | None = None,
@@ -233,7 +241,8 @@ class ClusterNode:
                 await self.coordinator.leave(self.node_id)
             except BackendUnavailable as exc:
                 log.warning(f"webgather node {self.node_id}: could not leave the membership: {exc}")
-        return node_summary(self, time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
+        summary = node_summary(self, time.process_time() - started[0], self.parts.clock.monotonic() - started[1])
+        return {**summary, "crawl_answered": self.crawl_answered}
 
     async def _enter(self) -> None:
         """Count this node alive in this run, beat, read the table (the lease counts from here: the first
@@ -388,6 +397,7 @@ class ClusterNode:
             self.stop("done")
         if (line := self.losses.seen(counters)) is not None:
             log.error(line)
+        await self._count_answers(counters)
         members = await coord.members()
         self.keeper.members_alive(members)
         await self._read_table()
@@ -408,6 +418,14 @@ class ClusterNode:
         self.gate.renewed(sent_at)
         if self._lease_held:  # renew here too: a long tick (a recovery) must not lose the lease
             self._lease_held = await coord.try_lease(self.node_id, self.cfg.member_ttl_s)
+
+    async def _count_answers(self, counters: dict[str, int]) -> None:
+        """Raise ``ANSWERED`` once this run has an answer; keep the crawl's figure (before the heartbeat
+        says idle: the crawl ends only after every node's count is in)."""
+        self.crawl_answered = max(self.crawl_answered, counters.get(ANSWERED, 0))
+        if not self._answer_counted and self.parts.stats.status:
+            self.crawl_answered = await self.coordinator.incr(ANSWERED)
+            self._answer_counted = True
 
     async def _read_table(self) -> None:
         """Adopt a newer table; the read confirms the lease renewal sent before it (member.fence)."""

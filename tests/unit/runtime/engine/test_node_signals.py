@@ -44,3 +44,18 @@ def test_a_signal_after_the_crawl_ended_is_absorbed_while_the_summary_is_written
         assert calls == []
 
     asyncio.run(scenario())
+
+
+def test_the_handlers_from_before_the_run_are_put_back_after_it() -> None:
+    """The command line's entry makes SIGTERM an interruption (webgather._entry); the loop's removal of its
+    own handler left SIGTERM's default, death by the signal, for the rest of the process."""
+    before = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        async def scenario() -> None:
+            with NodeSignals().installed():
+                assert signal.getsignal(signal.SIGTERM) is not signal.default_int_handler
+
+        asyncio.run(scenario())
+        assert signal.getsignal(signal.SIGTERM) is signal.default_int_handler
+    finally:
+        signal.signal(signal.SIGTERM, before)

@@ -1,0 +1,50 @@
+"""The command line's entry point: SIGTERM handled from the process's first instants, then the CLI.
+
+Importing the CLI takes about half a second (the config, the parser core, numpy), and a node then
+connects to Redis and reads its crawl before its own signal handling begins
+(:class:`~webgather.runtime.engine.signals.NodeSignals`). A SIGTERM in that gap killed the process
+(exit -15, outside :mod:`webgather.exitcodes`): a rolling restart, or a supervisor stopping a node
+that had just started, met it. So the first thing the process does is treat SIGTERM as Ctrl-C:
+:exc:`KeyboardInterrupt`, which the CLI turns into one line and INTERRUPTED (130), nothing having
+been kept or lost yet. Once a command installs its own handling (a crawl's: leave gracefully), that
+takes over, and puts this one back when it ends. ``import webgather`` loads nothing heavy, so the gap
+left is the interpreter's own start-up.
+
+An interrupted process ends with ``os._exit`` once the exit handlers ran: CPython 3.11 marks a
+``KeyboardInterrupt`` that passed through ``exec`` of a string (a dataclass being created, say) as
+unhandled even when it was caught, and would then end the process by SIGINT (exit -2), not 130.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+
+__all__ = ["main"]
+
+def main() -> int:
+    """``webgather``'s console script and ``python -m webgather``."""
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    from webgather.exitcodes import ExitCode
+
+    try:
+        from webgather.cli import main as run
+
+        code = run()
+    except KeyboardInterrupt:  # before the CLI's own handling: in its imports, or parsing the command line
+        print("webgather: interrupted", file=sys.stderr)
+        code = ExitCode.INTERRUPTED
+    if code == ExitCode.INTERRUPTED:
+        _exit(code)
+    return code
+
+
+def _exit(code: int) -> None:
+    """End now with ``code``, after the exit handlers (logging's flush among them) and stdio's flush."""
+    import atexit
+    import os
+
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(code)
