@@ -103,6 +103,8 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
     ("fetch/cookies.py", "jar._cookies"): FOREIGN + ": http.cookiejar.CookieJar has no lookup by key",
     ("fetch/via_aiohttp.py", "self._connector._acquired"): FOREIGN + ": aiohttp's connections in use "
                                                            "(no public count)",
+    ("_entry.py", "atexit._run_exitfuncs"): FOREIGN + ": CPython has no public way to run the atexit handlers "
+                                            "before os._exit (an interrupted process ends through it)",
     ("cluster/redis.py", "backend._check_server"): "RedisBackend.connect, the class's own factory",
     ("frontier/cash.py", "book._dirty"): "load_cash, the CashBook's loader in its own module",
     ("testweb/server.py", "server._ids"): "the test server's connection protocol, a friend class in its module",
