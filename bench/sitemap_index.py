@@ -7,10 +7,13 @@ tiny pages. ``webgather crawl`` of ``--tree`` (``PYTHONPATH``-style: that tree's
 ``webgather`` is imported) crawls every host (``--delay 0``) for ``--run-s`` seconds;
 then SIGTERM. Printed: peak RSS of the crawl and its children (the parser process) and
 the RSS when the signal went, the time from SIGTERM to exit, the exit code, whether every
-WARC record reads back with its digests, and the sitemaps and pages logged.
+WARC record reads back with its digests, and the sitemaps and pages logged. With
+``--max-depth 1`` the listed pages are out of scope and the crawl ends by itself once every
+sitemap within the per-host budgets is read: peak RSS is then what reading them costs.
 
     .venv/bin/python bench/sitemap_index.py --tree /tmp/base/src --hosts 8 --run-s 40
     .venv/bin/python bench/sitemap_index.py --tree src --hosts 8 --run-s 40
+    .venv/bin/python bench/sitemap_index.py --tree src --hosts 16 --children 8 --max-depth 1 --run-s 600
 """
 
 from __future__ import annotations
@@ -121,7 +124,8 @@ def run(args: argparse.Namespace, bases: list[str]) -> dict[str, object]:
     work.mkdir(parents=True)
     code = f"import sys; sys.path.insert(0, {str(Path(args.tree).resolve())!r}); from webgather.cli import main; sys.exit(main())"
     command = [sys.executable, "-c", code, "crawl", *[b + "/" for b in bases], "--out", str(work / "out"),
-               "--delay", "0", "--no-progress", "--allow-address", "127.0.0.0/8"]
+               "--delay", "0", "--no-progress", "--allow-address", "127.0.0.0/8",
+               *(["--max-depth", str(args.max_depth)] if args.max_depth is not None else [])]
     with open(work / "stderr.txt", "wb") as err:
         proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
         peak, samples, started = 0, [], time.monotonic()
@@ -131,6 +135,7 @@ def run(args: argparse.Namespace, bases: list[str]) -> dict[str, object]:
             samples.append((time.monotonic() - started, rss))
             time.sleep(0.25)
         at_signal = vs.tree_rss_kib(proc.pid)
+        ended = proc.poll() is not None
         sent = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         while proc.poll() is None and time.monotonic() - sent < args.kill_after_s:
@@ -147,9 +152,9 @@ def run(args: argparse.Namespace, bases: list[str]) -> dict[str, object]:
     valid, responses = warcs_valid(work / "out")
     summary = work / "out" / "summary.json"
     queued = json.loads(summary.read_text()).get("urls_new") if summary.exists() else None
-    return {"tree": args.tree, "hosts": len(bases), "peak_rss_mib": round(peak / 1024), "rss_at_sigterm_mib":
+    return {"tree": args.tree, "hosts": len(bases), "wall_s": round(sent - started, 1), "peak_rss_mib": round(peak / 1024), "rss_at_sigterm_mib":
             round(at_signal / 1024), "rss_growth_mib_s_2nd_half": round(growth, 2), "sigterm_to_exit_s":
-            round(stop_s, 2), "exit": proc.returncode, "warc_valid": valid, "warc_responses": responses,
+            None if ended else round(stop_s, 2), "exit": proc.returncode, "warc_valid": valid, "warc_responses": responses,
             "sitemaps": kinds["sitemap"], "pages": kinds["page"], "urls_queued": queued,
             "rss_mib_every_5s": [round(rss / 1024) for t, rss in samples[::20]]}
 
@@ -160,7 +165,10 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=8)
     parser.add_argument("--children", type=int, default=50_000, help="sitemaps in each host's index")
     parser.add_argument("--urls", type=int, default=50_000, help="page URLs in each sitemap")
-    parser.add_argument("--run-s", type=float, default=40.0, help="seconds before SIGTERM")
+    parser.add_argument("--run-s", type=float, default=40.0, help="seconds before SIGTERM (if it has not ended)")
+    parser.add_argument("--max-depth", type=int, default=None,
+                        help="1: the sitemaps' pages are out of scope, so the crawl ends once every sitemap is "
+                             "read (the memory of reading them, not of a growing frontier)")
     parser.add_argument("--kill-after-s", type=float, default=60.0, help="SIGKILL if not ended this long after SIGTERM")
     parser.add_argument("--work", default="/tmp/sitemap_index_bench")
     args = parser.parse_args()
