@@ -71,8 +71,10 @@ class SitemapLocations:
 
     Each is one hop below the sitemap (a chain of sitemap indexes is bounded by
     ``scope.max_depth`` like a chain of links: 42,156 sitemaps, none of their pages, when children
-    stayed at depth 0); under OPIC each carries an even share of the sitemap's cash. The
-    locations are canonical already (:func:`webgather.parse.sitemap.parse_sitemap`)."""
+    stayed at depth 0); under OPIC each carries an even share of the sitemap's cash, split over
+    every location it lists (in scope or not: counting the ones in scope first would take the
+    whole list's scope checks at once). The locations are canonical already
+    (:func:`webgather.parse.sitemap.parse_sitemap`)."""
 
     __slots__ = ("_doc", "_item", "_scope", "_share", "listed")
 
