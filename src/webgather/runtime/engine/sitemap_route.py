@@ -79,7 +79,7 @@ class SitemapRoutes:
 
     def abandon(self) -> None:
         """Cancel every sitemap waiting for its turn, being fetched, parsed or routed (the node stops)."""
-        for task in self._abandonable:
+        for task in list(self._abandonable):
             task.cancel()
 
     async def route(self, locations: SitemapLocations, now: float) -> str | None:
