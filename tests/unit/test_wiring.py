@@ -49,6 +49,7 @@ ASSIGN_ALLOWED: dict[tuple[str, str], str] = {
     ("parse/links.py", "scan"): RECORD + ": the _Scan of one page, filled by the C walk's tuple",
     ("runtime/engine/page_hooks.py", "extracted"): RECORD + ": a page's extraction, its tree let go early (RSS)",
     ("runtime/engine/pipeline.py", "out"): RECORD + ": a page's extraction being assembled",
+    ("runtime/engine/node.py", "extracted"): RECORD + ": a page's extraction, its sitemap list dropped once routed",
     ("testweb/wire.py", "request"): RECORD + ": the test server's parsed request head",
     ("cluster/handoff.py", "waiting"): RECORD + ": Ownership's record of an awaited bucket",
     ("cluster/handoff.py", "self.awaiting[bucket]"): RECORD + ": Ownership's record of an awaited bucket",

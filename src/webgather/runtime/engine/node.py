@@ -9,6 +9,8 @@ is the 500-lines pattern: stop dispatching, let fetches in flight finish
 
 Robots: every URL is put to the node's robots gate before it is fetched; a host's
 robots.txt is fetched in the slot of its first URL (:mod:`webgather.runtime.engine.robots_driver`).
+Sitemaps: fetched, parsed and routed a few at a time, their URLs in batches, abandoned at a
+stop (:mod:`webgather.runtime.engine.sitemap_route`).
 """
 
 from __future__ import annotations
@@ -26,9 +28,10 @@ from webgather.outcome import Decision, decide
 from webgather.runtime.engine.gc_pace import crawl_pace
 from webgather.runtime.engine.parts import NodeParts
 from webgather.runtime.engine.pipeline import (
-    HostFingerprints, RoutedUrls, extract_parsed, link_log_args, log_entry, seed_items, unfetched_entry,
+    Extracted, HostFingerprints, RoutedUrls, extract_parsed, link_log_args, log_entry, seed_items, unfetched_entry,
 )
 from webgather.runtime.engine.robots_driver import RobotsDriver
+from webgather.runtime.engine.sitemap_route import SitemapRoutes
 
 if TYPE_CHECKING:
     from webgather.recrawl.hooks import FetchHooks
@@ -72,6 +75,8 @@ class CrawlNode:
         self._hooks = hooks
         self._page_permit = page_permit
         self._page_hooks = parts.page_hooks
+        self._sitemaps = SitemapRoutes(self._route, after_route=after_route, keep=None if parts.page_hooks is None
+                                       else parts.page_hooks.keep_links)
         self._robots = RobotsDriver(parts, self._route, self._wakeup.set, hooks, self.fail)
         self.robots_busy = self._robots.busy
         """Hosts whose robots.txt request is under way."""
@@ -119,8 +124,10 @@ class CrawlNode:
 
     # -- lifecycle ----------------------------------------------------------
     def stop(self) -> None:
-        """Stop dispatching; fetches in flight finish, state is flushed."""
+        """Stop dispatching; fetches in flight finish, state is flushed. A sitemap waiting, being
+        fetched, parsed or routed is abandoned at once (it stays in flight: fetched again on resume)."""
         self._stopping = True
+        self._sitemaps.abandon()
         self._wakeup.set()
 
     def fail(self, exc: WriteFailed) -> None:
@@ -159,8 +166,11 @@ class CrawlNode:
                     return
                 await self._sleep_until(wake_at)
                 continue
-            await self._slots.acquire()
-            task = group.create_task(self._process(item))
+            if item.kind == "sitemap":  # it waits for its turn holding no fetch slot (runtime.engine.sitemap_route)
+                task = group.create_task(self._process_sitemap(item))
+            else:
+                await self._slots.acquire()
+                task = group.create_task(self._process(item))
             self._active.add(task)
             task.add_done_callback(self._task_done)
 
@@ -190,6 +200,14 @@ class CrawlNode:
                 task.cancel()  # its item stays in flight in the frontier: fetched again on resume
 
     # -- one fetch ------------------------------------------------------------
+    async def _process_sitemap(self, item: CrawlItem) -> None:
+        """:meth:`_process` in one of the node's sitemap turns, then a fetch slot (each waited for
+        holding nothing else); abandoned at a stop until it is archived."""
+        async with self._sitemaps.turn():
+            with self._sitemaps.abandonable():
+                await self._slots.acquire()
+            await self._process(item)
+
     async def _process(self, item: CrawlItem) -> None:
         try:
             await self._fetch_and_handle(item)
@@ -206,10 +224,11 @@ class CrawlNode:
         parts = self.parts
         if not await self._robots.admits(item):  # denied and recorded, or back in its queue
             return
-        if self._hooks is None:
-            result = await parts.http.fetch(item.url)
-        else:
-            result = await parts.http.fetch(item.url, headers=self._hooks.request_headers(item))
+        with self._sitemaps.abandonable(item.kind):
+            if self._hooks is None:
+                result = await parts.http.fetch(item.url)
+            else:
+                result = await parts.http.fetch(item.url, headers=self._hooks.request_headers(item))
         await self._handle(item, result)
 
     async def _handle(self, item: CrawlItem, result: FetchResult) -> None:
@@ -226,21 +245,9 @@ class CrawlNode:
         parts.frontier.release_host(item, now, response_time_s=result.elapsed_s, error=decision.host_error,
                                     retry_after_s=decision.retry_after_s)
         self._wakeup.set()
-        page_hooks = self._page_hooks
         view, dom, decision = await self._rendered(item, result, decision)
-        extracted, decision = await extract_parsed(parts.parser, item, view, decision, parts.scope, self._host_fp,
-                                                   self._routed, want_text=self._hooks is not None, opic=self._opic,
-                                                   keep_page=page_hooks is not None and page_hooks.wants_page)
-        hook_failure = None
-        if page_hooks is not None:  # the user's on_page / on_link (runtime.engine.page_hooks)
-            decision, hook_failure = page_hooks.apply(item, view, decision, extracted, parts.scope)
-        self.stats.links_found += extracted.links_found
-        entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
-        if hook_failure is not None:
-            entry["detail"] = hook_failure
-        self._route(extracted.items, now)
-        if self._after_route is not None:
-            await self._after_route()
+        with self._sitemaps.abandonable(item.kind):  # a sitemap's parse and routing: cancelled at a stop
+            extracted, decision, entry = await self._extract_and_route(item, result, view, decision, now)
         links = link_log_args(item, extracted.link_records, self._host_fp)
         if self._hooks is None:
             await parts.writer.write(result, entry, links, dom)
@@ -249,6 +256,31 @@ class CrawlNode:
         self.stats.record_page(clock.wall(), result.status, decision.error, len(result.raw_body), item.url,
                                item.kind)
         parts.frontier.complete(item, clock.monotonic())
+
+    async def _extract_and_route(self, item: CrawlItem, result: FetchResult, view: FetchResult, decision: Decision,
+                                 now: float) -> tuple[Extracted, Decision, dict[str, object]]:
+        """Parse ``view``, route what it yields (a sitemap's URLs in batches); the decision after the
+        parse and the hooks, and the crawl-log entry."""
+        parts, page_hooks = self.parts, self._page_hooks
+        extracted, decision = await extract_parsed(parts.parser, item, view, decision, parts.scope, self._host_fp,
+                                                   self._routed, want_text=self._hooks is not None, opic=self._opic,
+                                                   keep_page=page_hooks is not None and page_hooks.wants_page)
+        hook_failure = None
+        if page_hooks is not None:  # the user's on_page / on_link (runtime.engine.page_hooks)
+            decision, hook_failure = page_hooks.apply(item, view, decision, extracted, parts.scope)
+        self._route(extracted.items, now)
+        if extracted.sitemap is not None:
+            failed = await self._sitemaps.route(extracted.sitemap, now)
+            extracted.sitemap = None
+            if failed is not None and page_hooks is not None:
+                decision, hook_failure = page_hooks.failed(item, decision, failed)
+        elif self._after_route is not None:
+            await self._after_route()
+        self.stats.links_found += extracted.links_found
+        entry = log_entry(item, result, decision, self.node_id, extracted.links_found)
+        if hook_failure is not None:
+            entry["detail"] = hook_failure
+        return extracted, decision, entry
 
     async def _rendered(self, item: CrawlItem, result: FetchResult, decision: Decision
                         ) -> tuple[FetchResult, bytes | None, Decision]:

@@ -227,9 +227,14 @@ class PageHooks:
                 self.counts["links_added"] += len(added)
                 extracted.items.extend(added)
         if self._on_link is not None and extracted.items:
-            failure = self._filter(extracted) or failure
+            extracted.items, failed = self.keep_links(extracted.items)
+            failure = failed or failure
         if failure is None:
             return decision, None
+        return self.failed(item, decision, failure)
+
+    def failed(self, item: CrawlItem, decision: Decision, failure: str) -> tuple[Decision, str]:
+        """Count and log a hook's failure on ``item``: its decision with error ``hook_error``, and the detail."""
         self.counts["errors"] += 1
         log.warning("%s: %s: %s", item.url, HOOK_ERROR, failure)
         return replace(decision, error=HOOK_ERROR), failure[:300]
@@ -255,16 +260,18 @@ class PageHooks:
                 raise _HookFailed(f"on_page yielded a {type(out).__name__}: yield dicts (items) or Link(url)")
         return lines, links
 
-    def _filter(self, extracted: Extracted) -> str | None:
+    def keep_links(self, items: list[CrawlItem]) -> tuple[list[CrawlItem], str | None]:
+        """The ``items`` ``on_link`` keeps (all without one); if it raises, all of them and the
+        one-line failure (the caller records it: :meth:`failed`)."""
         keep = self._on_link
-        assert keep is not None
+        if keep is None:
+            return items, None
         try:
-            kept = [new for new in extracted.items if keep(new.url)]
+            kept = [new for new in items if keep(new.url)]
         except Exception as exc:  # the user's code: the page's URLs are kept, the failure recorded
-            return f"on_link raised {type(exc).__name__}: {exc}"
-        self.counts["links_dropped"] += len(extracted.items) - len(kept)
-        extracted.items = kept
-        return None
+            return items, f"on_link raised {type(exc).__name__}: {exc}"
+        self.counts["links_dropped"] += len(items) - len(kept)
+        return kept, None
 
     def _store(self, items: list[_Item]) -> None:
         if not items:

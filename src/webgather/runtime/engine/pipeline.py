@@ -11,12 +11,16 @@ scope, and every link routed before: its share must reach the URL even though
 it is queued or fetched already, :mod:`webgather.frontier.cash`), a redirect
 passes all of it to its target, a sitemap splits it over the URLs it lists;
 each seed starts with ``SEED_CASH``.
+
+A sitemap lists up to 50,000 URLs: :func:`extract_parsed` hands them on as
+:class:`SitemapLocations`, made crawl items a batch at a time
+(:mod:`webgather.runtime.engine.sitemap_route` routes them).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from selectolax.lexbor import LexborHTMLParser
@@ -30,11 +34,11 @@ from webgather.parse.sitemap import SitemapDoc, parse_sitemap
 from webgather.runtime.engine.parse_pool import PARSE_TRUNCATED, ParseFailure, ParsePool
 from webgather.runtime.engine.requisite_items import is_requisite, requisite_items, stylesheet_items, wants_requisites
 from webgather.scope import Scope
-from webgather.urls import canonicalize, fingerprint, host_key
+from webgather.urls import fingerprint, host_key
 
 __all__ = [
-    "SEED_CASH", "Extracted", "HostFingerprints", "RoutedUrls", "extract", "extract_parsed", "link_log_args",
-    "log_entry", "make_items", "robots_entry", "seed_items", "unfetched_entry",
+    "SEED_CASH", "Extracted", "HostFingerprints", "RoutedUrls", "SitemapLocations", "extract", "extract_parsed",
+    "link_log_args", "log_entry", "make_items", "robots_entry", "seed_items", "unfetched_entry",
 ]
 
 log = logging.getLogger(__name__)
@@ -57,6 +61,38 @@ class Extracted:
     """The parsed HTML page, kept only when asked (``keep_page``: a crawl with an ``on_page`` hook)."""
     tree: LexborHTMLParser | None = None
     """Its lexbor tree, when it was parsed inline (``keep_page``)."""
+    sitemap: SitemapLocations | None = None
+    """A parsed sitemap's locations, still to be made items and routed (``items`` is then empty)."""
+
+
+class SitemapLocations:
+    """The pages and child sitemaps one parsed sitemap lists, as scope-checked crawl items made
+    ``size`` at a time: the items of all 50,000 locations of a sitemap are never held at once.
+
+    Each is one hop below the sitemap (a chain of sitemap indexes is bounded by
+    ``scope.max_depth`` like a chain of links: 42,156 sitemaps, none of their pages, when children
+    stayed at depth 0); under OPIC each carries an even share of the sitemap's cash, split over
+    every location it lists (in scope or not: counting the ones in scope first would take the
+    whole list's scope checks at once). The locations are canonical already
+    (:func:`webgather.parse.sitemap.parse_sitemap`)."""
+
+    __slots__ = ("_doc", "_item", "_scope", "_share", "listed")
+
+    def __init__(self, item: CrawlItem, doc: SitemapDoc, scope: Scope, opic: bool = False) -> None:
+        self._item, self._doc, self._scope = item, doc, scope
+        self.listed = len(doc.urls) + len(doc.sitemaps)
+        """Locations the sitemap lists (scope not yet applied)."""
+        self._share = min(item.priority, 0.0) / max(1, self.listed) if opic else None
+
+    def batches(self, size: int) -> Iterator[list[CrawlItem]]:
+        """The in-scope items, at most ``size`` a list (a list may come out empty)."""
+        depth = self._item.depth + 1
+        share = self._share
+        for kind, urls in (("page", self._doc.urls), ("sitemap", self._doc.sitemaps)):
+            priority = share if share is not None else float(depth) if kind == "page" else 0.0
+            for start in range(0, len(urls), size):
+                yield make_items([CrawlItem(url, fingerprint(url), depth, 0, 0, priority, kind)
+                                  for url in urls[start:start + size]], self._scope)
 
 
 class HostFingerprints:
@@ -146,7 +182,8 @@ def extract(
     if is_requisite(item):
         return _from_requisite(item, result, scope, routed)
     if decision.parse == "sitemap":
-        return _cash_of_sitemap(item, _from_sitemap(item, result, scope), opic)
+        listed = SitemapLocations(item, parse_sitemap(result.body), scope, opic)
+        return Extracted([i for batch in listed.batches(1 << 16) for i in batch], None, listed.listed)
     if decision.parse == "page":
         return _from_page(item, result, scope, host_fp, routed, want_text, opic)
     return Extracted([], None)
@@ -166,26 +203,24 @@ async def extract_parsed(
     keep_page: bool = False,
 ) -> tuple[Extracted, Decision]:
     """:func:`extract` with the HTML page or sitemap parsed by ``pool`` (bounded in time, off
-    the loop when it could be slow). A document the pool could not parse yields nothing
+    the loop when it could be slow); a sitemap's URLs come as ``Extracted.sitemap``, not as
+    items (:class:`SitemapLocations`). A document the pool could not parse yields nothing
     (archived unparsed, no link-log record) and the decision returned carries the error kind.
     ``keep_page``: the result keeps the parsed HTML page and its tree (``Extracted.page``, ``tree``)."""
     if decision.redirect_to is not None or decision.parse not in ("page", "sitemap") or is_requisite(item):
         return extract(item, result, decision, scope, host_fp, routed, want_text=want_text, opic=opic), decision
-    doc: ParsedPage | SitemapDoc | ParseFailure | tuple[ParsedPage, LexborHTMLParser | None]
-    requisites = wants_requisites(item, scope)
     if decision.parse == "sitemap":
-        doc = await pool.parse_sitemap(result.body, host_key(item.url))
-    elif keep_page:
+        return await _sitemap_parsed(pool, item, result, decision, scope, opic)
+    doc: ParsedPage | ParseFailure | tuple[ParsedPage, LexborHTMLParser | None]
+    requisites = wants_requisites(item, scope)
+    if keep_page:
         doc = await pool.parse_with_tree(item.url, result.body, result.header("Content-Type"), want_text=want_text,
                                          want_requisites=requisites)
     else:
         doc = await pool.parse(item.url, result.body, result.header("Content-Type"), want_text=want_text,
                                want_requisites=requisites)
     if isinstance(doc, ParseFailure):
-        log.warning("%s not parsed: %s (%s)", item.url, doc.kind, doc.detail)
-        return Extracted([], None), replace(decision, error=doc.kind)
-    if isinstance(doc, SitemapDoc):
-        return _cash_of_sitemap(item, _sitemap_items(item, doc, scope), opic), decision
+        return _unparsed(item, doc, decision)
     return _from_parsed(item, doc, decision, scope, host_fp, routed, opic, result.header("Refresh"))
 
 
@@ -202,6 +237,20 @@ def _from_parsed(
     if isinstance(doc, tuple):
         out.page, out.tree = doc
     return out, decision
+
+
+async def _sitemap_parsed(pool: ParsePool, item: CrawlItem, result: FetchResult, decision: Decision, scope: Scope,
+                          opic: bool) -> tuple[Extracted, Decision]:
+    doc = await pool.parse_sitemap(result.body, host_key(item.url))
+    if isinstance(doc, ParseFailure):
+        return _unparsed(item, doc, decision)
+    listed = SitemapLocations(item, doc, scope, opic)
+    return Extracted([], None, listed.listed, sitemap=listed), decision
+
+
+def _unparsed(item: CrawlItem, failure: ParseFailure, decision: Decision) -> tuple[Extracted, Decision]:
+    log.warning("%s not parsed: %s (%s)", item.url, failure.kind, failure.detail)
+    return Extracted([], None), replace(decision, error=failure.kind)
 
 
 def _from_page(
@@ -264,35 +313,6 @@ def _page_shares(item: CrawlItem, items: list[CrawlItem], known: dict[str, tuple
     share = item.priority / max(1, len(items) + len(again))
     return [CrawlItem(i.url, i.fp, depth, 0, 0, share) for i in items] + [
         CrawlItem(url, fp, depth, 0, 0, share) for url, fp in again]
-
-
-def _cash_of_sitemap(item: CrawlItem, out: Extracted, opic: bool) -> Extracted:
-    """OPIC: the sitemap's URLs, each with an even share of its cash (none: 0)."""
-    if opic:
-        share = min(item.priority, 0.0) / max(1, len(out.items))
-        out.items = [CrawlItem(t.url, t.fp, t.depth, t.redirects, t.attempt, share, t.kind) for t in out.items]
-    return out
-
-
-def _from_sitemap(item: CrawlItem, result: FetchResult, scope: Scope) -> Extracted:
-    return _sitemap_items(item, parse_sitemap(result.body), scope)
-
-
-def _sitemap_items(item: CrawlItem, doc: SitemapDoc, scope: Scope) -> Extracted:
-    """The pages and child sitemaps ``item`` (a sitemap) lists, one hop deeper than it: a chain of
-    sitemap indexes is bounded by ``scope.max_depth`` like a chain of links (42,156 sitemaps, none of
-    their pages, when children stayed at depth 0)."""
-    items: list[CrawlItem] = []
-    depth = item.depth + 1
-    for raw in doc.urls:
-        url = canonicalize(raw)
-        if url is not None:
-            items.append(CrawlItem(url, fingerprint(url), depth=depth, priority=float(depth)))
-    for raw in doc.sitemaps:
-        url = canonicalize(raw)
-        if url is not None:
-            items.append(CrawlItem(url, fingerprint(url), depth=depth, kind="sitemap"))
-    return Extracted(make_items(items, scope), None, len(doc.urls) + len(doc.sitemaps))
 
 
 def make_items(items: Iterable[CrawlItem], scope: Scope) -> list[CrawlItem]:
