@@ -10,7 +10,8 @@ server's records), hosts asked, the most requests one host got, pages, wall time
 
     .venv/bin/python bench/robots_handoff.py --hosts 60 --nodes 3
 
-The web has no failing robots.txt (a 5xx robots.txt is retried, legitimately) unless ``--with-errors``.
+The web has no failing robots.txt (a 5xx robots.txt is retried, legitimately) unless ``--with-errors``,
+and the fetch timeouts are 10 s (a robots.txt that times out is retried, legitimately).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, object]:
             config = cluster_config(params, work / "unused", srv.write_resolve_file(work / "resolve.txt"),
                                     n_buckets=args.buckets, min_delay_s=args.delay_s, checkpoint_s=2.0,
                                     heartbeat_s=0.25, member_ttl_s=2.0, handoff_timeout_s=10.0)
+            # generous timeouts: a robots.txt that times out on a loaded machine is retried, legitimately
+            config = dataclasses.replace(config, fetch=dataclasses.replace(
+                config.fetch, total_timeout_s=10.0, connect_timeout_s=10.0))
             toml = write_toml(config, work / "crawl.toml")
             seeds = [srv.home_url(0), srv.home_url(3)]
             started = time.monotonic()
@@ -83,6 +87,9 @@ async def run(args: argparse.Namespace, work: Path) -> dict[str, object]:
                 await proc.wait()
         await asyncio.to_thread(redis.stop)
     robots = Counter(r.host for r in records if r.path == "/robots.txt")
+    if args.show:
+        for host in [h for h, n in robots.items() if n > 1]:
+            print(host, [(round(r.start_s - records[0].start_s, 2), r.path, r.status) for r in records if r.host == host][:12])
     return {"hosts": args.hosts, "nodes": args.nodes + (args.late_join_s > 0), "robots_txt": sum(robots.values()),
             "hosts_asked": len(robots), "most_for_one_host": max(robots.values(), default=0),
             "hosts_asked_twice_or_more": sum(1 for n in robots.values() if n > 1),
@@ -100,7 +107,13 @@ def main() -> None:
     parser.add_argument("--late-join-s", type=float, default=0.0, help="one more node joins this late (0: none)")
     parser.add_argument("--with-errors", action="store_true", help="some hosts' robots.txt answers 5xx")
     parser.add_argument("--timeout-s", type=float, default=300.0)
+    parser.add_argument("--show", action="store_true", help="print the requests of hosts asked more than once")
+    parser.add_argument("--work", type=Path, default=None, help="keep the nodes' files here (default: a temp dir)")
     args = parser.parse_args()
+    if args.work is not None:
+        args.work.mkdir(parents=True, exist_ok=True)
+        print(json.dumps(asyncio.run(run(args, args.work))))
+        return
     with tempfile.TemporaryDirectory(prefix="wg-robots-handoff-") as tmp:
         print(json.dumps(asyncio.run(run(args, Path(tmp)))))
 
