@@ -22,18 +22,33 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Protocol
 
-from webgather.fetch.cookies import decode_cookies, encode_cookies
+from webgather.clock import Clock
+from webgather.fetch.cookies import CrawlCookies, decode_cookies, encode_cookies
 from webgather.frontier.bucket import BucketState, HostSettled
-from webgather.runtime.engine.parts import NodeParts
+from webgather.runtime.engine.robots_store import RobotsStore
 from webgather.urls import host_key
 
-__all__ = ["export_settled", "forget_settled", "install_settled", "with_settled"]
+__all__ = ["HostState", "export_settled", "forget_settled", "install_settled", "with_settled"]
 
 log = logging.getLogger(__name__)
 
 
-def export_settled(parts: NodeParts, hosts: Iterable[str], wall: float) -> tuple[HostSettled, ...]:
+class HostState(Protocol):
+    """Where a node keeps what its hosts told it (a node's ``NodeParts``, or a dead node's state on disk)."""
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def robots_store(self) -> RobotsStore: ...
+
+    @property
+    def cookies(self) -> CrawlCookies | None: ...
+
+
+def export_settled(parts: HostState, hosts: Iterable[str], wall: float) -> tuple[HostSettled, ...]:
     """The settled robots state (fresh at ``wall``) and cookies of ``hosts``, for those that have any."""
     out = []
     for host in sorted(set(hosts)):
@@ -49,13 +64,13 @@ def _hosts_of(state: BucketState) -> set[str]:
     return {clock.host for clock in state.hosts} | {host_key(item.url) for item in state.items}
 
 
-def with_settled(parts: NodeParts, state: BucketState) -> BucketState:
+def with_settled(parts: HostState, state: BucketState) -> BucketState:
     """``state`` with its hosts' settled state, taken now."""
     wall = parts.clock.wall()
     return replace(state, settled=export_settled(parts, _hosts_of(state), wall), settled_wall=wall)
 
 
-def install_settled(parts: NodeParts, state: BucketState) -> int:
+def install_settled(parts: HostState, state: BucketState) -> int:
     """Keep a handed-over bucket's settled host state here; returns the hosts whose rules were kept."""
     wall = parts.clock.wall()
     elapsed_s = max(0.0, wall - state.settled_wall)
@@ -76,7 +91,7 @@ def install_settled(parts: NodeParts, state: BucketState) -> int:
     return kept
 
 
-def forget_settled(parts: NodeParts, hosts: Iterable[str]) -> None:
+def forget_settled(parts: HostState, hosts: Iterable[str]) -> None:
     """These hosts went to another node with their cookies: drop their host-only cookies here (their
     robots rows stay on disk, still true if the hosts come back)."""
     if parts.cookies is not None:
