@@ -1,6 +1,6 @@
-"""A bucket's robots.txt rules and cookies move with it: three nodes, one joining mid-crawl, ask each host
-for robots.txt at most once within the TTL (counted by the servers), and the new owner of a host sends
-the session cookie the host set for the old owner (a cookie-gated site answers 403 without it)."""
+"""A bucket's robots.txt rules and cookies move with it: three nodes, one joining mid-crawl and one leaving
+later, ask each host for robots.txt at most once within the TTL (counted by the servers), and the new owner
+of a host sends the session cookie the host set for the old owner (a cookie-gated site answers 403 without it)."""
 
 from __future__ import annotations
 
@@ -123,14 +123,22 @@ async def test_a_join_moves_robots_rules_and_cookies_with_the_buckets(tmp_path: 
         def homes_served() -> bool:
             return {h for h, p, _c, _s in gated.requests if p == "/"} == set(gated_hosts)
 
+        def pages() -> int:
+            return sum(n.parts.stats.pages for n in nodes.values())
+
         async with asyncio.timeout(120), asyncio.TaskGroup() as group:
             tasks = {node: group.create_task(run(node)) for node in ("a", "b")}
             await _wait(homes_served)  # every session cookie was set at a or b
             tasks["c"] = group.create_task(run("c"))
+            await _wait(lambda: "c" in nodes and bool(nodes["c"].ownership.ready)
+                        and all(n.ownership.applied() for n in nodes.values()))
+            joined_at = pages()
+            await _wait(lambda: pages() >= joined_at + 40)
+            nodes["a"].leave()  # and a graceful leave: a's buckets go to b and c with their rules
         records = list(srv.records)
     summaries = {node: task.result() for node, task in tasks.items()}
-    assert {s["end"] for s in summaries.values()} == {"done"}
-    assert summaries["c"]["buckets"]["handoffs_in"] > 0
+    assert [summaries[n]["end"] for n in "abc"] == ["left", "done", "done"]
+    assert summaries["c"]["buckets"]["handoffs_in"] > 0 and summaries["a"]["buckets"]["handoffs_out"] > 0
 
     robots = Counter(r.host for r in records if r.path == "/robots.txt")
     robots.update(h for h, p, _c, _s in gated.requests if p == "/robots.txt")
