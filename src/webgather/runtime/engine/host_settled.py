@@ -25,6 +25,7 @@ from dataclasses import replace
 from typing import Protocol
 
 from webgather.clock import Clock
+from webgather.errors import StoreError
 from webgather.fetch.cookies import CrawlCookies, decode_cookies, encode_cookies
 from webgather.frontier.bucket import BucketState, HostSettled
 from webgather.runtime.engine.robots_store import RobotsStore
@@ -52,12 +53,22 @@ def export_settled(parts: HostState, hosts: Iterable[str], wall: float) -> tuple
     """The settled robots state (fresh at ``wall``) and cookies of ``hosts``, for those that have any."""
     out = []
     for host in sorted(set(hosts)):
-        kept = parts.robots_store.get(host, wall)
+        kept = _kept(parts.robots_store, host, wall)
         robots, ttl_s = (kept[1], kept[0] - wall) if kept is not None else (b"", 0.0)
         cookies = parts.cookies.of_host(host) if parts.cookies is not None else []
         if robots or cookies:
             out.append(HostSettled(host, robots, ttl_s, encode_cookies(cookies) if cookies else b""))
     return tuple(out)
+
+
+def _kept(store: RobotsStore, host: str, wall: float) -> tuple[float, bytes] | None:
+    """The host's fresh row; None if the store cannot be read (the rules are a cache: the new owner
+    asks robots.txt again, the hand-off goes on)."""
+    try:
+        return store.get(host, wall)
+    except StoreError as exc:
+        log.warning("robots state of %s not handed over: %s", host, exc)
+        return None
 
 
 def _hosts_of(state: BucketState) -> set[str]:
@@ -81,8 +92,11 @@ def install_settled(parts: HostState, state: BucketState) -> int:
             continue
         ttl_s = settled.robots_ttl_s - elapsed_s
         if settled.robots and ttl_s > 0:  # an expired rule is not kept: robots.txt is asked again
-            parts.robots_store.put(settled.host, wall + ttl_s, settled.robots)
-            kept += 1
+            try:
+                parts.robots_store.put(settled.host, wall + ttl_s, settled.robots)
+                kept += 1
+            except StoreError as exc:  # a cache: the host's robots.txt is asked again, the import goes on
+                log.warning("robots state of %s handed over not kept: %s", settled.host, exc)
         if settled.cookies and parts.cookies is not None:
             try:
                 parts.cookies.install(decode_cookies(settled.cookies))

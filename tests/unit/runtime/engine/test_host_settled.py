@@ -98,3 +98,17 @@ def test_a_node_without_a_jar_hands_over_rules_only(tmp_path: Path) -> None:
     assert install_settled(new, state) == 1
     old.robots_store.close()
     new.robots_store.close()
+
+
+def test_a_robots_store_that_fails_costs_a_robots_request_not_the_handoff(nodes: tuple[Any, Any, FakeClock],
+                                                                           caplog: Any) -> None:
+    old, new, clock = nodes
+    old.robots_store.put("a.test", clock.wall() + 100.0, RULES)
+    old.cookies.store("http://a.test/", (("Set-Cookie", "sid=1; Path=/"),))
+    state = with_settled(old, _bucket("a.test"))
+    old.robots_store.close()  # reads and writes on a closed store fail as sqlite errors do
+    assert [(s.host, s.robots) for s in with_settled(old, _bucket("a.test")).settled] == [("a.test", b"")]
+    new.robots_store.close()
+    assert install_settled(new, state) == 0
+    assert new.cookies.header("http://a.test/") == "sid=1"
+    assert "not handed over" in caplog.text and "not kept" in caplog.text
