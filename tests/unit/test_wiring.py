@@ -102,6 +102,8 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
     ("fetch/cookies.py", "cookie._rest"): FOREIGN + ": http.cookiejar.Cookie keeps its extra attributes there "
                                           "(and takes them back as ``rest``)",
     ("fetch/cookies.py", "jar._cookies"): FOREIGN + ": http.cookiejar.CookieJar has no lookup by key",
+    ("fetch/cookies.py", "shard.jar._cookies"): FOREIGN + ": http.cookiejar.CookieJar has no lookup by domain "
+                                                "(a host's cookies handed off with its bucket)",
     ("fetch/via_aiohttp.py", "self._connector._acquired"): FOREIGN + ": aiohttp's connections in use "
                                                            "(no public count)",
     ("_entry.py", "atexit._run_exitfuncs"): FOREIGN + ": CPython has no public way to run the atexit handlers "

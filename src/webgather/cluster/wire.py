@@ -31,6 +31,21 @@ JSON, checked value by value). A hand-off without rows is still sent as type 2,
 byte for byte what nodes before the cluster re-crawl read, so a plain crawl
 stays compatible with them; type 3 is new (an older node drops it as unknown).
 
+A type-4 hand-off also carries its hosts' settled state (``BucketState.settled``:
+robots.txt rules in their compact form with the seconds they stay fresh, and
+cookies). After the host clocks comes ``sections u8`` (bit 0: rows, bit 1:
+settled), then the rows as in type 3 if bit 0, then::
+
+    settled_wall f64 | n u32 | host_len u16[n] | robots_len u32[n] | cookies_len u32[n]
+    | robots_ttl_s f64[n] | hosts utf-8 | robots blobs | cookies blobs
+
+(a robots blob starts with a kind byte of :mod:`webgather.robots.compact`;
+cookies are :func:`webgather.fetch.cookies.encode_cookies`' JSON, checked value
+by value). A hand-off whose hosts have nothing settled is sent as type 2 or 3,
+as before; this node reads every older hand-off (nothing settled: the new owner
+asks robots.txt as it always did). An older node drops a type-4 message as
+unknown: every node of a crawl runs the same version.
+
 Decoding checks every length against the bytes present before it allocates,
 and every value against its domain (kind known, priority not NaN, seen keys
 sorted and inside the bucket's key range, no trailing bytes), so garbage of
@@ -42,7 +57,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -50,7 +65,8 @@ import numpy.typing as npt
 
 from webgather.cluster.mapping import MAX_BUCKETS
 from webgather.errors import ClusterError
-from webgather.frontier.bucket import BucketState, HostClock
+from webgather.fetch.cookies import decode_cookies
+from webgather.frontier.bucket import BucketState, HostClock, HostSettled
 from webgather.frontier.model import MAX_REQUISITE_HOPS, CrawlItem, requisite_kind
 from webgather.frontier.seen import bucket_range
 from webgather.recrawl.observe import UrlRecord
@@ -81,11 +97,16 @@ _MAGIC = b"WG"
 _TYPE_BATCH = 1
 _TYPE_HANDOFF = 2
 _TYPE_HANDOFF_ROWS = 3
+_TYPE_HANDOFF_SECTIONS = 4
+_HAS_ROWS = 1
+_HAS_SETTLED = 2
+_ROBOTS_KINDS = b"ADRX"
 _HAS_ATTEMPT = 1
 _HAS_PRIORITY = 2
 _HEAD = struct.Struct("<2sBBB")
 _U64 = struct.Struct("<Q")
 _U32 = struct.Struct("<I")
+_F64 = struct.Struct("<d")
 _BUCKET = struct.Struct("<HH")
 _KIND_CODE = {kind: code for code, kind in enumerate(KINDS)}
 
@@ -128,16 +149,21 @@ def encode_handoff(sender: str, seq: int, state: BucketState, rows: Sequence[Url
         raise ClusterError(f"bucket {state.bucket} outside 0..{state.n_buckets - 1}")
     keys = np.ascontiguousarray(state.seen_keys, dtype="<u8")
     rows_bytes = encode_rows(rows) if rows else b""
+    kind = _TYPE_HANDOFF_SECTIONS if state.settled else _TYPE_HANDOFF_ROWS if rows else _TYPE_HANDOFF
     parts = [
-        _header(sender, seq, _TYPE_HANDOFF_ROWS if rows else _TYPE_HANDOFF),
+        _header(sender, seq, kind),
         _BUCKET.pack(state.bucket, state.n_buckets),
         _encode_items(state.items),
         _U32.pack(len(keys)),
         keys.tobytes(),
         _encode_hosts(state.hosts),
     ]
+    if kind == _TYPE_HANDOFF_SECTIONS:
+        parts.append(bytes(((_HAS_ROWS if rows else 0) | _HAS_SETTLED,)))
     if rows:
         parts += [_U32.pack(len(rows_bytes)), rows_bytes]
+    if state.settled:
+        parts.append(_encode_settled(state.settled, state.settled_wall))
     return b"".join(parts)
 
 
@@ -198,6 +224,24 @@ def _encode_hosts(hosts: Sequence[HostClock]) -> bytes:
         _column([h.accepted for h in hosts], "<u8", "accepted").tobytes(),
     ]
     return b"".join(parts + names + ips)
+
+
+def _encode_settled(settled: Sequence[HostSettled], wall: float) -> bytes:
+    names = [_utf8(h.host) for h in settled]
+    ttls = np.array([h.robots_ttl_s for h in settled], dtype="<f8")
+    if not np.isfinite(ttls).all() or (ttls < 0).any() or not np.isfinite(wall):
+        raise ClusterError("a host's robots TTL or the settled time is negative, NaN or infinite")
+    if any(h.robots[:1] not in (b"", *(bytes((k,)) for k in _ROBOTS_KINDS)) for h in settled):
+        raise ClusterError("a host's robots state is not in its compact form")
+    parts = [
+        _F64.pack(wall),
+        _U32.pack(len(settled)),
+        _lengths(names, "host", min_len=1).tobytes(),
+        _column([len(h.robots) for h in settled], "<u4", "robots state length").tobytes(),
+        _column([len(h.cookies) for h in settled], "<u4", "cookies length").tobytes(),
+        ttls.tobytes(),
+    ]
+    return b"".join(parts + names + [h.robots for h in settled] + [h.cookies for h in settled])
 
 
 def _utf8(text: str) -> bytes:
@@ -277,9 +321,8 @@ def decode(payload: bytes) -> Message:
     message: Message
     if kind == _TYPE_BATCH:
         message = UrlBatch(sender, seq, _decode_items(reader))
-    elif kind in (_TYPE_HANDOFF, _TYPE_HANDOFF_ROWS):
-        state = _decode_handoff(reader)
-        message = Handoff(sender, seq, state, _decode_rows(reader) if kind == _TYPE_HANDOFF_ROWS else ())
+    elif kind in (_TYPE_HANDOFF, _TYPE_HANDOFF_ROWS, _TYPE_HANDOFF_SECTIONS):
+        message = _decode_handoff_message(reader, sender, seq, kind)
     else:
         raise ClusterError(f"unknown message type {kind}")
     if reader.remaining:
@@ -325,6 +368,46 @@ def _decode_handoff(reader: _Reader) -> BucketState:
     if n_keys and (int(keys[0]) < low or int(keys[-1]) >= high or (keys[1:] <= keys[:-1]).any()):
         raise ClusterError(f"hand-off seen keys are not sorted, unique keys of bucket {bucket}")
     return BucketState(bucket, n_buckets, items, keys, _decode_hosts(reader))
+
+
+def _decode_handoff_message(reader: _Reader, sender: str, seq: int, kind: int) -> Handoff:
+    state = _decode_handoff(reader)
+    sections = _HAS_ROWS if kind == _TYPE_HANDOFF_ROWS else 0
+    if kind == _TYPE_HANDOFF_SECTIONS:
+        (sections,) = reader.take(1, "hand-off sections")
+        if sections & ~(_HAS_ROWS | _HAS_SETTLED):
+            raise ClusterError(f"unknown hand-off sections {sections:#x}")
+    rows = _decode_rows(reader) if sections & _HAS_ROWS else ()
+    if sections & _HAS_SETTLED:
+        wall, settled = _decode_settled(reader)
+        state = replace(state, settled=settled, settled_wall=wall)
+    return Handoff(sender, seq, state, rows)
+
+
+def _decode_settled(reader: _Reader) -> tuple[float, tuple[HostSettled, ...]]:
+    (wall,) = reader.unpack(_F64, "settled time")
+    (count,) = reader.unpack(_U32, "settled host count")
+    host_len = reader.array("<u2", count, "settled host lengths")
+    robots_len = reader.array("<u4", count, "robots state lengths").astype(np.int64)
+    cookies_len = reader.array("<u4", count, "cookies lengths").astype(np.int64)
+    ttls = reader.array("<f8", count, "robots TTLs")
+    if count and host_len.min() == 0:
+        raise ClusterError("a hand-off's settled state without a host")
+    if not np.isfinite(wall) or not np.isfinite(ttls).all() or (ttls < 0).any():
+        raise ClusterError("a hand-off's robots TTL or settled time is negative, NaN or infinite")
+    hosts = reader.strings(host_len, "settled hosts")
+    robots = [bytes(reader.take(int(n), "robots state")) for n in robots_len.tolist()]
+    if any(blob[:1] not in (b"", *(bytes((k,)) for k in _ROBOTS_KINDS)) for blob in robots):
+        raise ClusterError("a hand-off's robots state is not in its compact form")
+    cookies = [bytes(reader.take(int(n), "cookies")) for n in cookies_len.tolist()]
+    for blob in cookies:
+        try:
+            if blob:
+                decode_cookies(blob)
+        except ValueError as exc:
+            raise ClusterError(f"hand-off cookies: {exc}") from None
+    columns = zip(hosts, robots, ttls.tolist(), cookies, strict=True)
+    return float(wall), tuple(HostSettled(h, r, t, c) for h, r, t, c in columns)
 
 
 def _decode_rows(reader: _Reader) -> tuple[UrlRecord, ...]:

@@ -27,8 +27,10 @@ values, the least recently set evicted first; a cookie over 4096 bytes is refuse
 the WARC request record holds it as sent) and stores the response's ``Set-Cookie``.
 A ``Cookie`` header the crawl's own hooks set wins over the jar's. The node keeps its jar in
 ``state/cookies.json`` between runs (:meth:`CrawlCookies.save`, ``runtime.engine.parts``): a resumed crawl
-keeps its sessions. In a cluster each node keeps its own: a host's cookies do not move with its
-bucket.
+keeps its sessions. In a cluster a host's cookies move with its bucket: the old owner exports the
+cookies a request to the host carries (:meth:`CrawlCookies.of_host`, :func:`encode_cookies`), the new
+owner installs them (:meth:`CrawlCookies.install`), and the old owner forgets the host's host-only
+ones (:meth:`CrawlCookies.forget_host`; a ``Domain`` cookie may still serve its other hosts).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import ipaddress
 import json
 import logging
 import os
+import time
 import urllib.request
 from collections import OrderedDict
 from collections.abc import Mapping
@@ -51,7 +54,7 @@ from webgather.errors import WriteFailed
 from webgather.fetch.model import FetchResult, Headers
 from webgather.urls import hostname
 
-__all__ = ["MAX_COOKIE_BYTES", "CookieHttp", "CrawlCookies"]
+__all__ = ["MAX_COOKIE_BYTES", "CookieHttp", "CrawlCookies", "decode_cookies", "encode_cookies"]
 
 log = logging.getLogger(__name__)
 
@@ -184,10 +187,9 @@ class CrawlCookies:
     def save(self, path: Path) -> None:
         """Write every cookie (session ones too: a resumed crawl is the same session) to ``path``, atomically."""
         cookies = [cookie for shard in self._shards.values() for cookie in shard.jar]
-        rows = [[_fields_of(cookie)[name] for name in _FIELDS] for cookie in cookies]
         temp = path.with_name(path.name + ".tmp")
         try:
-            temp.write_text(json.dumps({"cookies": rows}), encoding="utf-8")
+            temp.write_bytes(encode_cookies(cookies))
             os.replace(temp, path)
         except OSError as exc:
             raise WriteFailed(f"cannot write {path}: {exc.strerror or exc}") from None
@@ -196,24 +198,121 @@ class CrawlCookies:
         """Add the cookies :meth:`save` wrote to ``path`` (none if it is absent); how many. A file that is
         not one is logged and left out: a crawl goes on without its cookies rather than not at all."""
         try:
-            rows = json.loads(path.read_text(encoding="utf-8"))["cookies"]
-            cookies = [Cookie(**dict(zip(_FIELDS, row, strict=True))) for row in rows]
+            cookies = decode_cookies(path.read_bytes())
         except FileNotFoundError:
             return 0
-        except (OSError, ValueError, KeyError, TypeError) as exc:
+        except (OSError, ValueError) as exc:
             log.warning("cookies in %s not read (%s): the crawl goes on without them", path, exc)
             return 0
         for cookie in cookies:
-            site = site_of(cookie.domain.lstrip("."))
-            shard = self._shards.get(site) or self._shards.setdefault(site, _Shard(self._policy))
-            shard.jar.set_cookie(cookie)
-            shard.order[(cookie.domain, cookie.path, cookie.name)] = len(cookie.name) + len(cookie.value or "")
+            self._put(cookie)
         return len(cookies)
+
+    # -- a host's cookies moving with its bucket ---------------------------------------------
+    def of_host(self, host: str) -> list[Cookie]:
+        """The cookies a request to ``host`` (a host key: ``name[:port]``) may carry: its host-only
+        ones and the ``Domain`` ones that domain-match it, whatever their path."""
+        if not self._shards:
+            return []
+        name = _hostname("http://" + host + "/").lower()
+        labels = name.split(".") if name else []
+        suffixes = [".".join(labels[k:]) for k in range(len(labels))]  # the host and each domain above it
+        found: list[Cookie] = []
+        for site in suffixes:  # its registrable domain is one of them (a dict lookup each: site_of costs 20 us)
+            shard = self._shards.get(site)
+            if shard is None:
+                continue
+            by_domain = shard.jar._cookies  # type: ignore[attr-defined]  # iterating a jar costs 30 us a cookie
+            for domain in (d for suffix in suffixes for d in (suffix, "." + suffix)):
+                for by_path in by_domain.get(domain, {}).values():
+                    found += [cookie for cookie in by_path.values() if _serves(cookie, name)]
+        return found
+
+    def install(self, cookies: list[Cookie]) -> int:
+        """Add cookies another node kept (a handed-over host's), replacing those of the same domain, path
+        and name, within the shard's limits; expired ones are left out. Returns how many were added."""
+        now = int(time.time())
+        added = 0
+        for cookie in cookies:
+            if cookie.is_expired(now) or len(cookie.name) + len(cookie.value or "") > MAX_COOKIE_BYTES:
+                continue
+            self._trim(self._put(cookie))
+            added += 1
+        return added
+
+    def forget_host(self, host: str) -> int:
+        """Drop ``host``'s host-only cookies (its bucket went to another node); how many."""
+        name = _hostname("http://" + host + "/")
+        site = site_of(name)
+        shard = self._shards.get(site)
+        if shard is None or not name:
+            return 0
+        gone = [c for c in shard.jar if not c.domain_specified and c.domain.lstrip(".").lower() == name]
+        for cookie in gone:
+            shard.jar.clear(cookie.domain, cookie.path, cookie.name)
+            shard.order.pop((cookie.domain, cookie.path, cookie.name), None)
+        if not shard.order:
+            del self._shards[site]
+        return len(gone)
+
+    def _put(self, cookie: Cookie) -> _Shard:
+        site = site_of(cookie.domain.lstrip("."))
+        shard = self._shards.get(site) or self._shards.setdefault(site, _Shard(self._policy))
+        shard.jar.set_cookie(cookie)
+        key = (cookie.domain, cookie.path, cookie.name)
+        shard.order.pop(key, None)  # set again: the most recent now
+        shard.order[key] = len(cookie.name) + len(cookie.value or "")
+        return shard
+
+
+def _serves(cookie: Cookie, hostname: str) -> bool:
+    domain = cookie.domain.lstrip(".").lower()
+    return domain == hostname or (bool(cookie.domain_specified) and hostname.endswith("." + domain))
+
+
+def encode_cookies(cookies: list[Cookie]) -> bytes:
+    """Cookies as plain data (JSON: one row of :class:`http.cookiejar.Cookie`'s arguments each)."""
+    rows = [[_fields_of(cookie)[name] for name in _FIELDS] for cookie in cookies]
+    return json.dumps({"cookies": rows}, separators=(",", ":")).encode("utf-8")
+
+
+def decode_cookies(data: bytes) -> list[Cookie]:
+    """The cookies :func:`encode_cookies` wrote; ValueError if ``data`` is not that, value by value."""
+    try:
+        rows = json.loads(data.decode("utf-8"))["cookies"]
+    except (UnicodeDecodeError, KeyError, TypeError) as exc:
+        raise ValueError(f"not a cookie list: {exc}") from None
+    if not isinstance(rows, list):
+        raise ValueError("not a cookie list")
+    return [_cookie(row) for row in rows]
+
+
+def _cookie(row: object) -> Cookie:
+    if not isinstance(row, list) or len(row) != len(_FIELDS):
+        raise ValueError(f"a cookie must be a list of {len(_FIELDS)} values")
+    values = dict(zip(_FIELDS, row, strict=True))
+    for name, kinds in _KINDS.items():
+        if not isinstance(values[name], kinds) or (isinstance(values[name], bool) and bool not in kinds):
+            raise ValueError(f"a cookie's {name} is {type(values[name]).__name__}")
+    rest = values["rest"]
+    if not all(isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in rest.items()):
+        raise ValueError("a cookie's rest must map names to strings")
+    if not values["name"] or not values["domain"] or not values["path"]:
+        raise ValueError("a cookie needs a name, a domain and a path")
+    return Cookie(**values)
 
 
 _FIELDS = ("version", "name", "value", "port", "port_specified", "domain", "domain_specified", "domain_initial_dot",
            "path", "path_specified", "secure", "expires", "discard", "comment", "comment_url", "rest")
 """:class:`http.cookiejar.Cookie`'s constructor arguments (``rest`` is its ``_rest``)."""
+_OPT_STR = (str, type(None))
+_KINDS: dict[str, tuple[type, ...]] = {
+    "version": (int, type(None)), "name": (str,), "value": _OPT_STR, "port": _OPT_STR, "port_specified": (bool,),
+    "domain": (str,), "domain_specified": (bool,), "domain_initial_dot": (bool,), "path": (str,),
+    "path_specified": (bool,), "secure": (bool,), "expires": (int, float, type(None)), "discard": (bool,),
+    "comment": _OPT_STR, "comment_url": _OPT_STR, "rest": (dict,),
+}
+"""The type each field may have (a bool is an int to ``isinstance``: only where bool is listed)."""
 
 
 def _fields_of(cookie: Cookie) -> dict[str, Any]:

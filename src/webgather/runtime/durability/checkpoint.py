@@ -9,7 +9,9 @@ together with its disk loses no discovered URL and no archived page. Every
    it holds: its queued items *and the items in flight* (a page counts as done
    only if it completed before the snapshot), seen keys, host clocks and
    re-crawl rows (the hand-off export, non-destructive), and takes the list of
-   stream deliveries applied so far;
+   stream deliveries applied so far; a bucket that changed also carries its
+   hosts' settled robots state and cookies (``runtime.engine.host_settled``: a
+   restore brings them to the new owner, the robots TTL counted from the snapshot);
 2. **rotates** its WARC file and ships every closed file with its CDXJ
    (:mod:`webgather.store.shipping`): a page done in the snapshot completed
    after its record was written, so its record is in a closed file now;
@@ -54,6 +56,7 @@ from webgather.errors import BackendUnavailable, CannotContinue, StoreError
 from webgather.frontier.bucket import BucketState, HostClock
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
+from webgather.runtime.engine.host_settled import with_settled
 from webgather.store.shared import SharedStore
 from webgather.store.shipping import WarcShipper
 
@@ -262,7 +265,8 @@ class Checkpointer:
                     continue
                 held.append(bucket)
                 signature = (len(state.items), len(state.seen_keys), len(rows), sum(i.attempt for i in state.items))
-                if self._signatures.get(bucket) != signature:
+                if self._signatures.get(bucket) != signature:  # its hosts' robots rules and cookies ride along
+                    state = with_settled(node.parts, state)
                     changed.append((bucket, signature, encode_handoff(node.node_id, version, state, rows)))
         return _Snapshot(version, node.parts.clock.wall(), held, changed, acks)
 

@@ -16,7 +16,8 @@ then calls :func:`recover_node`:
    items that were in flight are queued again), export every bucket the dead
    node owned and every other bucket its state still holds (one it lost in a
    new table, a join, and died before handing over: its new owner awaits it), with the bucket's re-crawl rows from its ``state/urls.sqlite``
-   if it kept one, send each as a hand-off *under the dead node's id* on the
+   if it kept one and its hosts' settled robots state and cookies (``state/robots.sqlite``,
+   ``state/cookies.json``), send each as a hand-off *under the dead node's id* on the
    bucket's stream (the new owner awaits exactly that), then drop them from the
    dead state so that a later restart of the node does not hand them over twice.
 3. If there is no such directory (the node ran on another machine whose disk
@@ -57,13 +58,18 @@ from typing import Any
 from webgather.cluster.router import send_many
 from webgather.cluster.transport import Coordinator, UrlTransport
 from webgather.cluster.wire import encode_handoff
+from webgather.clock import Clock, SystemClock
 from webgather.config import CrawlConfig
+from webgather.fetch.cookies import CrawlCookies
 from webgather.errors import ClusterError
 from webgather.frontier.bucket import BucketState
 from webgather.frontier.frontier import Frontier
 from webgather.recrawl.state import state_path
 from webgather.recrawl.state import UrlState
 from webgather.runtime.durability.restore import restore_from_store
+from webgather.runtime.engine.host_settled import with_settled
+from webgather.runtime.engine.parts import COOKIES_FILE
+from webgather.runtime.engine.robots_store import RobotsStore
 from webgather.urls import host_key
 
 __all__ = ["NodeLock", "lock_held", "recover_node"]
@@ -125,6 +131,11 @@ class _DeadState:
                                                      n_buckets=config.cluster.n_buckets,
                                                      max_pages_per_host=config.scope.max_pages_per_host)
         rows_path = state_path(state_dir.parent)
+        self.robots_store = RobotsStore.open(state_dir)
+        self.cookies: CrawlCookies | None = CrawlCookies(config.fetch.max_cookies_per_host,
+                                                        config.fetch.max_cookie_bytes_per_host)
+        self.cookies.load(state_dir / COOKIES_FILE.name)
+        self.clock: Clock = SystemClock()
         self.rows = UrlState.open(rows_path, lambda url: frontier.bucket_for(host_key(url))) \
             if rows_path.exists() else None
         if self.rows is not None:
@@ -138,7 +149,7 @@ class _DeadState:
         buckets = tuple(sorted(set(buckets) | found | set(self.rows.buckets() if self.rows is not None else ())))
         out = []
         for seq, bucket in enumerate(buckets, 1):
-            state = frontier.export_bucket(bucket)
+            state = with_settled(self, frontier.export_bucket(bucket))
             rows = self.rows.export_rows(bucket) if self.rows is not None else []
             out.append((bucket, encode_handoff(dead, seq, state, rows), len(state.items)))
         return out, frontier.resumed_in_flight
@@ -151,6 +162,7 @@ class _DeadState:
                 self.rows.drop_rows(buckets)
         finally:
             self.frontier.close()
+            self.robots_store.close()
             if self.rows is not None:
                 self.rows.close()
 

@@ -139,6 +139,8 @@ class NodeParts:
     """The crawl's ``on_page`` / ``on_link`` hooks and their items file (:mod:`webgather.runtime.engine.page_hooks`)."""
     render: RenderStage | None = None
     """Pages rendered in headless Chromium (``[render]``, :mod:`webgather.runtime.engine.render_stage`); None: none."""
+    cookies: CrawlCookies | None = None
+    """The crawl's cookie jar, the one ``http`` sends and fills (None with ``[fetch] cookies = false``)."""
 
 
 @contextlib.asynccontextmanager
@@ -176,7 +178,7 @@ async def open_parts(
                 with _kept_cookies(config, out_dir) as jar:
                     yield NodeParts(config, node_id, out_dir, clock, resolver,
                                     http if jar is None else CookieHttp(http, jar), frontier, WriterPort(writer),
-                                    robots, scope, stats, parser, robots_store, page_hooks, render)
+                                    robots, scope, stats, parser, robots_store, page_hooks, render, jar)
         except WriteFailed:
             failed = True
             raise

@@ -4,7 +4,8 @@ The gate (:class:`webgather.robots.gate.RobotsGate`, ``parts.robots``) decides;
 this module acts: it fetches robots.txt (:func:`webgather.runtime.engine.robots_fetch.fetch_robots`),
 archives and logs every robots request (``robots_entry``), keeps every host's
 settled state on disk (:mod:`webgather.runtime.engine.robots_store`) and hands it back
-to the gate when the gate has evicted the host or the crawl was resumed, applies
+to the gate when the gate has evicted the host, the crawl was resumed, or the host
+came from another node with its rules (:mod:`webgather.runtime.engine.host_settled`), applies
 Crawl-delay, enqueues ``Sitemap:`` URLs, and records the URLs the gate denies.
 
 robots.txt is a request like any other, made in the slot of the host URL that
@@ -73,7 +74,8 @@ class RobotsDriver:
 
     # -- from the node --------------------------------------------------------
     def adopt(self, hosts: Iterable[tuple[str, str, float]]) -> None:
-        """``(host, sample url, wait_s)`` of handed-over hosts: robots.txt once ``wait_s`` has passed."""
+        """``(host, sample url, wait_s)`` of handed-over hosts: their first URL comes up once ``wait_s``
+        has passed, and robots.txt is fetched then unless fresh rules came with them (kept on disk)."""
         now = self.parts.clock.monotonic()
         for host, _sample_url, wait_s in hosts:
             held = self.gate.hold(host, now, now + min(wait_s, 3600.0))

@@ -28,7 +28,14 @@ so a row and its queued revisit always sit at the same node.
 Hand-off in: a released bucket claims the dead previous owner's unacked
 deliveries first (``claim_stale`` with no idle time), imports the state, then
 applies claimed and held deliveries in that order. Imported hosts with queued
-items fetch robots.txt again once their handed-over wait has passed.
+items come up for dispatch once their handed-over wait has passed.
+
+Robots rules and cookies move with the bucket: the exported state carries its
+hosts' settled robots state (with the seconds it stays fresh) and cookies
+(:mod:`webgather.runtime.engine.host_settled`); the new owner keeps them before
+it adopts the hosts, so it asks robots.txt again only where no rule was handed
+over or the rule's TTL has passed, and sends the hosts' cookies. The old owner
+drops the hosts' host-only cookies once the state is sent.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from webgather.cluster.wire import Handoff, Message, UrlBatch, decode, encode_ha
 from webgather.errors import BackendUnavailable, ClusterError
 from webgather.frontier.bucket import BucketState, HostClock
 from webgather.recrawl.observe import UrlRecord
+from webgather.runtime.engine.host_settled import forget_settled, install_settled, with_settled
 from webgather.runtime.engine.node import CrawlNode
 from webgather.runtime.engine.parts import NodeParts
 from webgather.urls import host_key
@@ -87,10 +95,12 @@ def stored_buckets(parts: NodeParts) -> list[int]:
 
 def import_state(parts: NodeParts, crawl: CrawlNode, state: BucketState, rows: Sequence[UrlRecord] = (),
                  store: RowPort | None = None) -> int:
-    """Import a handed-over bucket; hosts with queued items fetch robots.txt after their wait."""
+    """Import a handed-over bucket with its hosts' settled robots state and cookies; hosts with queued
+    items come up after their wait (and fetch robots.txt then if no fresh rule came with them)."""
     if rows and store is not None:
         store.merge(rows)  # before the items: a queued revisit finds its record
     count = parts.frontier.import_bucket(state)
+    install_settled(parts, state)  # before the hosts are adopted: their first URL finds the rules
     waits = {c.host: c.wait_s if math.isfinite(c.wait_s) else 0.0 for c in state.hosts}
     first_url: dict[str, str] = {}
     for item in state.items:
@@ -356,7 +366,7 @@ class BucketKeeper:
 
     async def _export_send_drop(self, buckets: list[int], hosts: set[str], merge: bool) -> None:
         frontier, now, exported_at = self.parts.frontier, self.parts.clock.monotonic(), self.parts.clock.wall()
-        states = [self._fixed_clocks(frontier.export_bucket(b), now) for b in buckets]
+        states = [with_settled(self.parts, self._fixed_clocks(frontier.export_bucket(b), now)) for b in buckets]
         rows = [self.rows.export(b) if self.rows is not None else [] for b in buckets]
         self.crawl.forget_hosts(hosts)
         if self.before_send is not None:
@@ -372,6 +382,7 @@ class BucketKeeper:
                 self.log.append((exported_at, "lost", state.bucket))
         for host in hosts:
             self._saved.pop(host, None)
+        forget_settled(self.parts, hosts)
         frontier.flush()
 
     def _fixed_clocks(self, state: BucketState, now: float) -> BucketState:
@@ -395,6 +406,7 @@ class BucketKeeper:
             bucket_rows = rows[k] if rows else ()
             messages.append((state.bucket, encode_handoff(self.node, self.seq, state, bucket_rows)))
             self.counts["handoff_items"] += len(state.items)
+            self.counts["settled_out"] += len(state.settled)
             self.counts["rows_out"] += len(bucket_rows)
         await send_many(self.transport, messages)
         self.counts["handoffs_out"] += len(messages)

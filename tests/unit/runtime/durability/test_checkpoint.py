@@ -17,11 +17,13 @@ from webgather.cluster.mapping import bucket_of
 from webgather.cluster.wire import Handoff, decode, encode_batch, encode_handoff
 from webgather.config import CrawlConfig, FrontierConfig, PolitenessConfig
 from webgather.errors import StoreError
+from webgather.fetch.cookies import CrawlCookies
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
 from webgather.runtime.durability.checkpoint import Checkpointer, HeldAcks, checkpoint_key, manifest_key, snapshot_bucket
 from webgather.clock import FakeClock
 from webgather.runtime.durability.restore import restore_from_store
+from webgather.runtime.engine.robots_store import RobotsStore
 from webgather.store.shared import FileStore
 from webgather.urls import fingerprint
 
@@ -80,7 +82,8 @@ def _fake_node(frontier: Frontier, transport: Any, out: Path) -> Any:
         return [], 0
 
     parts = SimpleNamespace(frontier=frontier, writer=SimpleNamespace(rotate=rotate), clock=FakeClock(),
-                            config=CrawlConfig(), out_dir=out)
+                            config=CrawlConfig(), out_dir=out, robots_store=RobotsStore.open(out / "state"),
+                            cookies=CrawlCookies())
     acks = HeldAcks(transport)  # as a ClusterNode with a shared store builds its keeper: acking through it
     keeper = SimpleNamespace(transport=acks, lock=asyncio.Lock(), rows=None)
     ownership = SimpleNamespace(ready={BUCKET}, leaving=set(), version=7)
@@ -112,6 +115,29 @@ async def test_a_checkpoint_puts_the_buckets_then_acks_and_a_failed_one_acks_not
     assert len(message.state.items) == 3 and len(message.state.seen_keys) == 3
     assert json.loads(store.get_bytes(manifest_key("n")) or b"")["buckets"] == [BUCKET]
     good.close()
+    frontier.close()
+
+
+async def test_a_checkpoint_carries_its_hosts_rules_and_cookies_and_a_restore_sends_them(tmp_path: Path) -> None:
+    hub = InProcessHub(M, FakeClock())
+    frontier = _frontier()
+    node = _fake_node(frontier, hub.transport("n"), tmp_path / "out")
+    parts = node.parts
+    parts.robots_store.put(HOST, parts.clock.wall() + 600.0, b"D")
+    parts.cookies.store(f"http://{HOST}/", (("Set-Cookie", "sid=1; Path=/"),))
+    store = FileStore(tmp_path / "shared")
+    checkpoints = Checkpointer(node, store, node.acks)
+    assert await checkpoints.checkpoint() is True
+    parts.clock.advance(100.0)  # the node dies; its bucket is restored 100 s after the checkpoint
+    await restore_from_store("n", (BUCKET,), store_url=store.url, n_buckets=M, transport=hub.transport("r"),
+                             coordinator=hub.coordinator())
+    sent = decode((await hub.transport("new").receive([BUCKET], 10, 0))[0].payload)
+    assert isinstance(sent, Handoff) and [s.host for s in sent.state.settled] == [HOST]
+    settled = sent.state.settled[0]
+    assert (settled.robots, settled.robots_ttl_s) == (b"D", 600.0) and b"sid" in settled.cookies
+    assert parts.clock.wall() - sent.state.settled_wall == 100.0  # the new owner keeps the rule 500 s more
+    checkpoints.close()
+    parts.robots_store.close()
     frontier.close()
 
 
