@@ -478,6 +478,8 @@ def report(crawlers: list[Crawler], header: list[str]) -> str:
                      f"{m['cpu_ms_per_page']:12.3f} {m['peak_rss_mib']:13.1f}")
     lines += ["", "ratios (medians of this run; row / column):"]
     lines += _ratios(table)
+    lines += ["", "per-round ratios of one webgather node's pages/s (the median, then each round's):"]
+    lines += _paired(crawlers)
     lines += ["", "targets (one webgather node unless said):"]
     lines += _targets(table)
     lines += ["", "capabilities (as run here):", *capability_table([c.name for c in crawlers])]
@@ -505,6 +507,21 @@ def _ratios(table: dict[str, dict[str, float]]) -> list[str]:
     for other in ("webgather-w2", "webgather-pure"):
         if "webgather" in table and other in table:
             out.append(_ratio_line(other, "webgather", table))
+    return out
+
+
+def _paired(crawlers: list[Crawler]) -> list[str]:
+    """webgather's pages/s over each other row's, round by round: a round's runs follow one another, so
+    on a busy machine these move less than the ratio of the medians."""
+    by_name = {c.name: c for c in crawlers}
+    if "webgather" not in by_name:
+        return ["  (no webgather row)"]
+    out = []
+    for other in (c for c in crawlers if c.name != "webgather"):
+        ratios = [w.pages_per_s / o.pages_per_s for w, o in zip(by_name["webgather"].runs, other.runs)
+                  if w.ok and o.ok and o.pages_per_s > 0]
+        if ratios:
+            out.append(f"  webgather/{other.name:<15} {median(ratios):6.2f}x  ({' '.join(f'{r:.2f}' for r in ratios)})")
     return out
 
 
