@@ -4,8 +4,11 @@ How each hot-path change in the README was measured: the same web, served by
 the same nginx (bench/vs_scrapy.py's export and config), crawled in turn by
 ``webgather crawl`` run from each source tree (``PYTHONPATH=TREE``; the rest
 of the environment is this venv), round after round, then the medians of
-pages/s, CPU ms per page and peak RSS per variant, and each variant's CPU
-ratio to the first one.
+pages/s, CPU ms per page and peak RSS per variant, each variant's CPU
+ratio to the first one (of the medians) and the median of its per-round ratios
+(``paired``: each round's runs follow one another, so a shared machine's load
+weighs on both sides of a pair alike; the figure to quote when the machine is busy).
+The load average is printed at the start and the end.
 
     .venv/bin/python bench/node_ab.py --variant base=/tmp/base/src --variant new=src --rounds 5
     .venv/bin/python bench/node_ab.py --variant on=src --variant off=src:--pin-cpu,off
@@ -92,7 +95,7 @@ def run_variant(variant: Variant, args: argparse.Namespace, seed: str, resolve: 
 
 def report(variants: list[Variant]) -> str:
     lines = ["variant        pages  pages/s  CPU ms/page (runs)                      peak RSS MiB  CPU ratio"
-             "  99 % s  last s"]
+             "  paired  99 % s  last s"]
     base_cpu = None
     for v in variants:
         ok = [r for r in v.runs if r.ok and r.pages]
@@ -105,8 +108,21 @@ def report(variants: list[Variant]) -> str:
         lines.append(f"{v.name:<12} {ok[0].pages:>7} {statistics.median(r.pages_per_s for r in ok):>8.1f}"
                      f"  {cpu:.3f} ({each}){'':<{max(0, 26 - len(each))}}"
                      f"  {statistics.median(r.peak_rss_mib for r in ok):>10.1f}  {cpu / base_cpu:.3f}"
+                     f"  {paired_ratio(v, variants[0])}"
                      f"  {_median_s([r.pages_99_s for r in ok]):>6}  {_median_s([r.last_page_s for r in ok]):>6}")
     return "\n".join(lines)
+
+
+def paired_ratio(variant: Variant, first: Variant) -> str:
+    """The median over rounds of ``variant``'s CPU per page over ``first``'s in the same round."""
+    ratios = [r.cpu_ms_per_page / f.cpu_ms_per_page for r, f in zip(variant.runs, first.runs)
+              if r.ok and f.ok and r.pages and f.pages]
+    return f"{statistics.median(ratios):.3f}" if ratios else "  -  "
+
+
+def load_line(when: str) -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {when}: {one:.2f} {five:.2f} {fifteen:.2f} on {os.cpu_count()} CPUs"
 
 
 def _median_s(values: list[float | None]) -> str:
@@ -149,6 +165,7 @@ def main() -> int:
     servers_conf, port, resolve, config, seed = prepare_web(args)
     variants: list[Variant] = args.variant
     apply_env(variants, args.env)
+    print(load_line("at the start"), flush=True)
     with vs.nginx(servers_conf, args.work / "nginx", port, "127.0.1.1"):
         for round_no in range(args.rounds):
             shift = round_no % len(variants)
@@ -159,6 +176,7 @@ def main() -> int:
                       f"{run.cpu_ms_per_page:.2f} ms/page {run.peak_rss_mib:.1f} MiB"
                       f"{'' if run.ok else ' FAILED ' + run.note}"
                       f"{chr(10) + '    ' + run.cpu_split if run.cpu_split else ''}", flush=True)
+    print(load_line("at the end"))
     print(report(variants))
     return 0
 

@@ -57,9 +57,13 @@ def refresh_target(page_url: str, base: str, content: str) -> str | None:
 
 
 def meta_refresh_hrefs(tree: LexborHTMLParser) -> list[str]:
-    """The ``content`` of each ``<meta http-equiv=refresh>``, in document order."""
+    """The ``content`` of each ``<meta http-equiv=refresh>``, in document order.
+
+    Found by lexbor's walk by tag name, not a CSS selector: every page pays this, and a selector
+    costs its compilation each call (4.4 against 9.6 us a page of the vs_scrapy web, process CPU,
+    the same elements: inside ``<svg>``, ``<noscript>``, not in ``<template>``)."""
     return [
         node.attributes.get("content") or ""
-        for node in tree.css("meta[http-equiv]")
+        for node in tree.tags("meta")
         if (node.attributes.get("http-equiv") or "").strip().lower() == "refresh"
     ]

@@ -308,6 +308,18 @@ def test_meta_refresh_resolves_against_base_and_obeys_meta_nofollow() -> None:
     assert followable(p) == []
 
 
+def test_meta_refresh_is_found_wherever_the_parser_puts_a_meta_element_but_in_a_template() -> None:
+    from selectolax.lexbor import LexborHTMLParser
+
+    from webgather.parse.refresh import meta_refresh_hrefs
+
+    html = ("<META HTTP-EQUIV=' Refresh ' CONTENT='1;url=a'><template><meta http-equiv=refresh content='0;url=t'>"
+            "</template><svg><meta http-equiv=refresh content='0;url=s'></svg><noscript><meta http-equiv=refresh "
+            "content='0;url=n'></noscript><textarea><meta http-equiv=refresh content='0;url=x'></textarea>"
+            "<p><meta http-equiv=refresh><meta name=refresh content='0;url=y'><meta http-equiv content='0;url=z'>")
+    assert meta_refresh_hrefs(LexborHTMLParser(html)) == ["1;url=a", "0;url=s", "0;url=n", ""]
+
+
 @pytest.mark.parametrize(("content", "url"), [
     ("0; url=a.html", "a.html"), ("0;URL = 'b c.html'", "b c.html"), ("3,url=\"q\"", "q"),
     ("0; x.html", "x.html"), ("1.5; url=z", "z"), ("5", None), ("", None), ("x; url=a", None),
