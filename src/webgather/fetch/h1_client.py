@@ -155,7 +155,7 @@ class NativeTransport:
         limit_s = max(0.0, min(self._config.connect_timeout_s, deadline - loop.time()))
         tls = self._tls_context() if target.scheme == "https" else None
         key, proxy = way.key, way.proxy
-        self._pool.busy += 1
+        self._pool.opening()
         try:
             with _connect_errors(limit_s):
                 if way.tunnel and proxy is not None and tls is not None:
@@ -164,7 +164,7 @@ class NativeTransport:
                 else:
                     conn = await self._open(key, target, tls, limit_s, proxy)
         except BaseException:
-            self._pool.busy -= 1
+            self._pool.not_opened()
             raise
         if proxy is not None:
             conn.peer_ip = None  # the proxy's address: WARC-IP-Address stays the origin's, as resolved here
