@@ -44,7 +44,6 @@ ASSIGN_ALLOWED: dict[tuple[str, str], str] = {
     ("fetch/http.py", "draft"): RECORD + ": the FetchDraft a fetch fills as the response arrives",
     ("fetch/h1_client.py", "draft"): RECORD + ": the FetchDraft a fetch fills as the response arrives",
     ("fetch/via_aiohttp.py", "draft"): RECORD + ": the FetchDraft a fetch fills as the response arrives",
-    ("fetch/h1_client.py", "conn"): "the client's own Connection record: the address its WARC record names",
     ("fetch/h1_conn.py", "conn"): RECORD + ": the pool's idle Connection, stamped when it went idle",
     ("parse/links.py", "scan"): RECORD + ": the _Scan of one page, filled by the C walk's tuple",
     ("runtime/engine/page_hooks.py", "extracted"): RECORD + ": a page's extraction, its tree let go early (RSS)",

@@ -122,7 +122,10 @@ class NativeTransport:
     async def _send(self, conn: Connection, request: bytes, draft: Draft, deadline: float) -> None:
         """The exchange on ``conn``; a failed one gives the connection back (closed) at once."""
         loop = asyncio.get_running_loop()
-        draft.peer_ip = conn.peer_ip or draft.peer_ip
+        # the address connected to, unless that is a proxy's (the key's "via" names it): then
+        # WARC-IP-Address stays the origin's, as resolved in fetch
+        if not conn.key[4]:
+            draft.peer_ip = conn.peer_ip or draft.peer_ip
         timer = loop.call_at(deadline, conn.time_out, self._config.total_timeout_s)
         try:
             await conn.send(request, draft)
@@ -166,8 +169,6 @@ class NativeTransport:
         except BaseException:
             self._pool.not_opened()
             raise
-        if proxy is not None:
-            conn.peer_ip = None  # the proxy's address: WARC-IP-Address stays the origin's, as resolved here
         return conn
 
     async def _open(self, key: PoolKey, target: WireTarget, tls: ssl.SSLContext | None, limit_s: float,
