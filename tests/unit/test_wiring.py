@@ -81,8 +81,6 @@ ASSIGN_ALLOWED: dict[tuple[str, str], str] = {
                                        "from the replayed queues",
     ("frontier/persist.py", "cash"): "open_persistent, the resumed frontier's one factory: the cash book "
                                      "journals to the journal opened after the replay",
-    ("frontier/persist.py", "frontier"): "open_persistent, the resumed frontier's one factory: the counts "
-                                         "restored from the state",
 }
 
 PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
