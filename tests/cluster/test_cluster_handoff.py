@@ -44,6 +44,22 @@ def test_a_join_moves_buckets_to_awaiting_and_leaving() -> None:
     assert bucket not in a.leaving
 
 
+def test_reclaimed_deliveries_lead_what_an_awaited_bucket_holds() -> None:
+    """A dead previous owner's unacked deliveries, claimed when the bucket was gained, come before
+    what arrived since; a bucket no longer awaited is left alone."""
+    table = initial(["a", "b"], 8)
+    c = Ownership("c")
+    c.adopt(table, 0.0)
+    awaited = sorted(c.adopt(plan_join(table, "c"), 1.0).gained)
+    bucket, released = awaited[0], awaited[1]
+    assert c.classify(_d(bucket, 3), None, {"c"}) is Action.HOLD
+    c.release(released)
+    assert not c.awaiting[bucket].claimed
+    c.reclaimed([bucket, released], {bucket: [_d(bucket, 1), _d(bucket, 2)], released: [_d(released, 9)]})
+    assert c.awaiting[bucket].claimed and released not in c.awaiting
+    assert [d.delivery_id for d in c.release(bucket)] == ["1", "2", "3"]
+
+
 def test_buckets_awaited_from_a_gone_sender_are_listed_once_after_the_grace() -> None:
     table = initial(["a", "b"], 12)
     c = Ownership("c")

@@ -44,7 +44,6 @@ ASSIGN_ALLOWED: dict[tuple[str, str], str] = {
     ("fetch/http.py", "draft"): RECORD + ": the FetchDraft a fetch fills as the response arrives",
     ("fetch/h1_client.py", "draft"): RECORD + ": the FetchDraft a fetch fills as the response arrives",
     ("fetch/via_aiohttp.py", "draft"): RECORD + ": the FetchDraft a fetch fills as the response arrives",
-    ("fetch/h1_client.py", "conn"): "the client's own Connection record: the address its WARC record names",
     ("fetch/h1_conn.py", "conn"): RECORD + ": the pool's idle Connection, stamped when it went idle",
     ("parse/links.py", "scan"): RECORD + ": the _Scan of one page, filled by the C walk's tuple",
     ("runtime/engine/page_hooks.py", "extracted"): RECORD + ": a page's extraction, its tree let go early (RSS)",
@@ -57,7 +56,6 @@ ASSIGN_ALLOWED: dict[tuple[str, str], str] = {
     ("cluster/inprocess.py", "stream"): RECORD + ": the in-process hub's stream of one bucket",
     ("sim/order.py", "state"): RECORD + ": the simulation's priority arrays",
     ("commands/analyze.py", "analysis"): RECORD + ": the analysis result, its timings completed by the command",
-    ("frontier/cash.py", "book"): "load_cash, the CashBook's loader in its own module, fills the book it built",
     # -- counters ------------------------------------------------------------------------
     ("cluster/router.py", "self.stats"): COUNTERS,
     ("runtime/engine/node.py", "self.stats"): COUNTERS,
@@ -77,21 +75,12 @@ ASSIGN_ALLOWED: dict[tuple[str, str], str] = {
                                           "(no public hook for them)",
     ("fetch/via_aiohttp.py", "self._session"): "aiohttp's hidden re-send of a request on a dropped connection, "
                                                "turned off (no public knob; our retry policy owns retries)",
-    # -- to be replaced (in files other work is rewriting now) -------------------------
-    ("runtime/member/buckets.py", "waiting"): "Ownership's awaited-bucket record, given the dead owner's claimed "
-                                              "deliveries by the keeper: to be a method of Ownership "
-                                              "(cluster/handoff.py, whose hand-off state is being reworked)",
-    ("fetch/h1_client.py", "self._pool"): "the pool's count of connections being opened (fetch/h1_conn.py's "
-                                          "connection state is being rewritten as one state machine)",
     # -- one factory assembling what it built, before it returns it ------------------------
     ("frontier/persist.py", "queues"): "open_persistent, the resumed frontier's one factory: the journal "
                                        "exists only after the queues replayed it, the cash book is built "
                                        "from the replayed queues",
     ("frontier/persist.py", "cash"): "open_persistent, the resumed frontier's one factory: the cash book "
                                      "journals to the journal opened after the replay",
-    ("frontier/persist.py", "frontier"): "open_persistent, the resumed frontier's one factory: the counts "
-                                         "restored from the state",
-    ("cluster/redis.py", "backend"): "RedisBackend.connect, the class's own factory, before it is returned",
 }
 
 PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
@@ -108,8 +97,6 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
                                                            "(no public count)",
     ("_entry.py", "atexit._run_exitfuncs"): FOREIGN + ": CPython has no public way to run the atexit handlers "
                                             "before os._exit (an interrupted process ends through it)",
-    ("cluster/redis.py", "backend._check_server"): "RedisBackend.connect, the class's own factory",
-    ("frontier/cash.py", "book._dirty"): "load_cash, the CashBook's loader in its own module",
     ("testweb/server.py", "server._ids"): "the test server's connection protocol, a friend class in its module",
     ("testweb/server.py", "self.server._connections"): "the test server's connection protocol, a friend class "
                                                        "in its module",

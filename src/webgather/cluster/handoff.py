@@ -132,6 +132,15 @@ class Ownership:
             self.leaving.add(bucket)
         return waiting.held
 
+    def reclaimed(self, buckets: list[int], deliveries: dict[int, list[Delivery]]) -> None:
+        """The dead previous owners' unacked deliveries of ``buckets`` were re-claimed: they lead
+        what each bucket still awaited holds, and are not claimed again at its release."""
+        for bucket in buckets:
+            waiting = self.awaiting.get(bucket)
+            if waiting is not None:
+                waiting.held[:0] = deliveries.get(bucket, [])
+                waiting.claimed = True
+
     def handed_over(self, bucket: int) -> None:
         """The bucket's state was sent and dropped."""
         self.leaving.discard(bucket)

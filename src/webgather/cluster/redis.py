@@ -148,16 +148,16 @@ class RedisBackend:
     Make one with :meth:`connect`; close it with :meth:`aclose` or ``async with``.
     """
 
-    def __init__(self, client: aioredis.Redis, crawl: str, n_buckets: int, where: str,
+    def __init__(self, client: aioredis.Redis, crawl: str, n_buckets: int, url: str,
                  clock: Clock, max_block_s: float) -> None:
         self.client = client
         self.crawl = crawl
         self.n_buckets = n_buckets
-        self.where = where
+        self.url = url  # the keep-alive thread opens its own connection to it (cluster.keepalive)
+        self.where = redact_url(url)
         self.keys = Keys(crawl)
         self.clock = clock
         self.max_block_s = max_block_s
-        self.url = ""  # set by connect (the keep-alive thread opens its own connection: cluster.keepalive)
         self.scripts = {name: client.register_script(getattr(lua, name)) for name in lua.__all__}
         self._coordinator = RedisCoordinator(self)
 
@@ -170,24 +170,13 @@ class RedisBackend:
         if isinstance(n_buckets, bool) or not isinstance(n_buckets, int) or not 1 <= n_buckets <= MAX_BUCKETS:
             raise ClusterError(f"n_buckets must be in 1..{MAX_BUCKETS}, got {n_buckets!r}")
         timeout = common.check_seconds("socket_timeout_s", socket_timeout_s, positive=True)
-        where = redact_url(url)
         client = aioredis.Redis.from_pool(_pool(url, timeout))
-        backend = cls(client, crawl, n_buckets, where, clock or SystemClock(), timeout / 2)
-        backend.url = url
         try:
-            await backend._check_server()
+            await _check_server(client, redact_url(url))
         except BaseException:
-            await backend.aclose()
+            await client.aclose()
             raise
-        return backend
-
-    async def _check_server(self) -> None:
-        with _translated(self.where):
-            info = await self.client.info("server")
-        raw = str(info.get("redis_version", "0"))
-        version = tuple(int(p) for p in re.findall(r"\d+", raw)[:2])
-        if version < MIN_SERVER_VERSION:
-            raise BackendUnavailable(f"Redis at {self.where} is version {raw}; webgather needs >= 6.2")
+        return cls(client, crawl, n_buckets, url, clock or SystemClock(), timeout / 2)
 
     def transport(self, node: str) -> RedisTransport:
         return RedisTransport(self, common.check_node(node))
@@ -213,6 +202,16 @@ class RedisBackend:
 
     async def __aexit__(self, *exc_info: object) -> None:
         await self.aclose()
+
+
+async def _check_server(client: aioredis.Redis, where: str) -> None:
+    """The server at ``where`` answers and is Redis/Valkey >= 6.2 (else BackendUnavailable)."""
+    with _translated(where):
+        info = await client.info("server")
+    raw = str(info.get("redis_version", "0"))
+    version = tuple(int(p) for p in re.findall(r"\d+", raw)[:2])
+    if version < MIN_SERVER_VERSION:
+        raise BackendUnavailable(f"Redis at {where} is version {raw}; webgather needs >= 6.2")
 
 
 def _deliveries(flat: Sequence[bytes]) -> list[Delivery]:

@@ -122,7 +122,10 @@ class NativeTransport:
     async def _send(self, conn: Connection, request: bytes, draft: Draft, deadline: float) -> None:
         """The exchange on ``conn``; a failed one gives the connection back (closed) at once."""
         loop = asyncio.get_running_loop()
-        draft.peer_ip = conn.peer_ip or draft.peer_ip
+        # the address connected to, unless that is a proxy's (the key's "via" names it): then
+        # WARC-IP-Address stays the origin's, as resolved in fetch
+        if not conn.key[4]:
+            draft.peer_ip = conn.peer_ip or draft.peer_ip
         timer = loop.call_at(deadline, conn.time_out, self._config.total_timeout_s)
         try:
             await conn.send(request, draft)
@@ -155,7 +158,7 @@ class NativeTransport:
         limit_s = max(0.0, min(self._config.connect_timeout_s, deadline - loop.time()))
         tls = self._tls_context() if target.scheme == "https" else None
         key, proxy = way.key, way.proxy
-        self._pool.busy += 1
+        self._pool.opening()
         try:
             with _connect_errors(limit_s):
                 if way.tunnel and proxy is not None and tls is not None:
@@ -164,10 +167,8 @@ class NativeTransport:
                 else:
                     conn = await self._open(key, target, tls, limit_s, proxy)
         except BaseException:
-            self._pool.busy -= 1
+            self._pool.not_opened()
             raise
-        if proxy is not None:
-            conn.peer_ip = None  # the proxy's address: WARC-IP-Address stays the origin's, as resolved here
         return conn
 
     async def _open(self, key: PoolKey, target: WireTarget, tls: ssl.SSLContext | None, limit_s: float,

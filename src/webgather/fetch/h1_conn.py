@@ -426,6 +426,15 @@ class Pool:
             conn.close()
         return None
 
+    def opening(self) -> None:
+        """A connection is being opened for a request: it counts as busy until :meth:`give_back`,
+        or :meth:`not_opened` if it never opens."""
+        self.busy += 1
+
+    def not_opened(self) -> None:
+        """The connection counted by :meth:`opening` failed to open."""
+        self.busy -= 1
+
     def give_back(self, conn: Connection, now: float) -> None:
         """End a request on ``conn``: keep it idle if it can carry another, else close it."""
         self.busy -= 1

@@ -147,9 +147,9 @@ class CashTable:
 class CashBook:
     """The frontier's OPIC state: cash of queued (and in-flight) URLs and the history total."""
 
-    def __init__(self) -> None:
+    def __init__(self, history: float = 0.0) -> None:
         self.table = CashTable()
-        self.history = 0.0
+        self.history = history
         """Cash of the pages fetched so far (the paper's history, summed over pages)."""
         self.journal: Journal | None = None
         self._dirty: set[int] = set()
@@ -181,6 +181,13 @@ class CashBook:
         """:meth:`credit`, and re-key the URLs in their queues and their hosts in the ready-heap."""
         for host, fp, cash in self.credit(pairs):
             frontier.policy.set_head(host, frontier.queues.reprioritize(host, fp, -cash), now)
+
+    def replayed(self, fp: int, cash: float) -> None:
+        """A journaled credit replayed while the book is loaded: ``fp`` holds ``cash`` if it is still
+        queued (and is written back with the next checkpoint)."""
+        if self.table.get(fp) is not None:
+            self.table.put(fp, float(cash))
+            self._dirty.add(fp)
 
     def stats(self) -> dict[str, int | float]:
         return {"cash_history": self.history, "cash_entries": len(self.table)}
@@ -229,7 +236,10 @@ class CashBook:
 def load_cash(db: StateDB, replayed: Sequence[Op]) -> CashBook:
     """The cash book of a frontier being opened: queue rows, then the ``cash`` table, then the
     journal's credits (``replayed``); the queue rows must be in SQLite already."""
-    book = CashBook()
+    try:
+        book = CashBook(float(db.meta("cash_history") or 0.0))
+    except (TypeError, ValueError) as exc:
+        raise _malformed(db, exc) from exc
     conn = db.conn
     rows = conn.execute("SELECT fp, priority FROM queue").fetchall()
     fps = np.array([r[0] for r in rows], dtype=np.int64).view(np.uint64)
@@ -240,10 +250,11 @@ def load_cash(db: StateDB, replayed: Sequence[Op]) -> CashBook:
     try:
         for op in replayed:
             for fp, cash in zip(op[1], op[2], strict=True):
-                if book.table.get(unsigned64(fp)) is not None:
-                    book.table.put(unsigned64(fp), float(cash))
-                    book._dirty.add(unsigned64(fp))
-        book.history = float(db.meta("cash_history") or 0.0)
+                book.replayed(unsigned64(fp), cash)
     except (IndexError, TypeError, ValueError) as exc:
-        raise CorruptState(f"frontier state {db.path}: a malformed cash record: {exc}") from exc
+        raise _malformed(db, exc) from exc
     return book
+
+
+def _malformed(db: StateDB, exc: Exception) -> CorruptState:
+    return CorruptState(f"frontier state {db.path}: a malformed cash record: {exc}")

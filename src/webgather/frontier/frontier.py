@@ -49,7 +49,9 @@ class Frontier:
 
     def __init__(self, config: FrontierConfig, politeness: PolitenessConfig, n_buckets: int,
                  max_pages_per_host: int | None, seen: SeenSet, queues: HostQueues,
-                 persist: Persistence | None = None, cash: CashBook | None = None) -> None:
+                 persist: Persistence | None = None, cash: CashBook | None = None, *,
+                 queued: int = 0, resumed_in_flight: int = 0) -> None:
+        """``queued`` and ``resumed_in_flight``: what a resumed state holds (:func:`open_persistent`)."""
         self.config = config
         self.n_buckets = n_buckets
         self.max_pages_per_host = max_pages_per_host
@@ -65,9 +67,9 @@ class Frontier:
         self.flying: dict[int, CrawlItem] = {}  # the items themselves: a checkpoint counts them as queued
         self._released: set[int] = set()  # in flight, but their hosts were released
         self.parked = Parked(self._requeue)  # retries waiting for their time: in flight for the queues
-        self.queued = 0
+        self.queued = queued
         self.dropped_by_host_cap = 0
-        self.resumed_in_flight = 0
+        self.resumed_in_flight = resumed_in_flight
         self.last_now = -math.inf
 
     @classmethod

@@ -59,9 +59,6 @@ class Resumable(Protocol):
     """What :func:`open_persistent` needs of the frontier it builds (a protocol, so that
     this module does not import :mod:`webgather.frontier.frontier`, which imports it)."""
 
-    queued: int
-    resumed_in_flight: int
-
     def restore_host(self, host: str, head: float) -> None: ...
 
 
@@ -166,14 +163,13 @@ def open_persistent(cls: Callable[..., F], state_dir: Path, config: FrontierConf
         if cash is not None:
             cash.journal = journal
         frontier = cls(config, politeness, n_buckets, max_pages_per_host, seen, queues,
-                       Persistence(db, queues, seen, journal, cash), cash)
+                       Persistence(db, queues, seen, journal, cash), cash,
+                       queued=queues.rows, resumed_in_flight=len(in_flight))
         for host, head in queues.restore():
             frontier.restore_host(host, head)
     except BaseException:
         db.conn.close()
         raise
-    frontier.queued = queues.rows
-    frontier.resumed_in_flight = len(in_flight)
     return frontier
 
 

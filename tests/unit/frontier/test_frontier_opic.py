@@ -12,7 +12,7 @@ import pytest
 from webgather.cluster.mapping import bucket_of
 from webgather.cluster.wire import decode, encode_handoff
 from webgather.config import FrontierConfig, PolitenessConfig
-from webgather.frontier.cash import CashTable
+from webgather.frontier.cash import CashBook, CashTable
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
 from webgather.urls import fingerprint
@@ -143,6 +143,16 @@ def test_cash_survives_a_crash_through_the_journal(tmp_path: Path) -> None:
     g = Frontier.open(tmp_path / "s", OPIC, FAST, n_buckets=64)
     assert take_all(g)[0] == ("http://a.test/1", pytest.approx(1.1))
     g.close()
+
+
+def test_a_replayed_credit_sets_the_cash_of_a_queued_url_only() -> None:
+    book = CashBook(history=2.5)
+    book.queued([cash_item("http://a.test/q", 0.25)])
+    queued, gone = fingerprint("http://a.test/q"), fingerprint("http://a.test/gone")
+    book.replayed(queued, 1.5)
+    book.replayed(gone, 9.0)  # fetched since the credit was journaled: not brought back
+    assert (book.table.get(queued), book.table.get(gone)) == (1.5, None)
+    assert book.stats() == {"cash_history": 2.5, "cash_entries": 1}
 
 
 def test_handoff_carries_the_cash_queued_urls_hold_now(tmp_path: Path) -> None:

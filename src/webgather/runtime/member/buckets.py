@@ -278,12 +278,7 @@ class BucketKeeper:
         if not buckets:
             return
         async with self.lock:
-            claimed = await self._claim(buckets)
-            for bucket in buckets:
-                waiting = self.ownership.awaiting.get(bucket)
-                if waiting is not None:
-                    waiting.held[:0] = claimed.get(bucket, [])
-                    waiting.claimed = True
+            self.ownership.reclaimed(buckets, await self._claim(buckets))
 
     async def _ack(self, acks: dict[int, list[str]]) -> None:
         """Flush the frontier (what is acked must be on disk), then ack."""
