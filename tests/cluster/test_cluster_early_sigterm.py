@@ -85,9 +85,11 @@ async def test_sigterm_at_any_instant_of_a_node_start_ends_it_with_a_code_from_t
         finally:
             await backend.aclose()
         codes = []
-        for k, instant_s in enumerate((*INSTANTS_S, 3.0)):
+        for instant_s in (*INSTANTS_S, 3.0):
+            # one node restarted with its own --out each time: a new node id with another --out would find
+            # the last one's state out of reach (it left as the last node), a true DATA LOST once it had acked
             code, output = await _term_at(instant_s, "node", "--redis", redis_server.url, "--crawl", "early",
-                                          "--out", str(tmp_path / f"out{k}"), "--node-id", f"n{k}")
+                                          "--out", str(tmp_path / "out"), "--node-id", "n")
             _check(code, output, (ExitCode.DONE, ExitCode.INTERRUPTED))
             codes.append(code)
     print("exit codes by instant:", dict(zip((*INSTANTS_S, 3.0), codes)))

@@ -42,7 +42,9 @@ What a crash costs, precisely:
   by a link from a page fetched later; URLs it had fetched may be fetched
   again if rediscovered (its seen keys are gone); its WARC files are gone with
   its disk. Batches it had read and not acked are still recovered (they are in
-  Redis). ``unrecoverable_buckets`` counts the buckets that started empty.
+  Redis). ``unrecoverable_buckets`` counts the buckets that started empty, unless the node never
+  acked a delivery (:func:`holding_key`): then everything it had is still in the streams, nothing is
+  lost, and ``restored_from_streams`` counts them.
   With a shared store, the checkpoints bound this: see :mod:`webgather.runtime.durability.checkpoint`.
 """
 
@@ -183,13 +185,28 @@ async def recover_node(dead: str, buckets: tuple[int, ...], *, nodes_dir: Path, 
                                             n_buckets=config.cluster.n_buckets, transport=transport,
                                             coordinator=coordinator)
         if not (node_dir / "state").is_dir():
-            await send_many(transport, [(bucket, encode_handoff(dead, 0, BucketState(bucket, config.cluster.n_buckets)))
-                                        for bucket in buckets])
-            await coordinator.incr("unrecoverable_buckets", len(buckets))
-            return {"node": dead, "unrecoverable_buckets": len(buckets)}
+            return await _start_empty(dead, buckets, config.cluster.n_buckets, transport, coordinator)
         return await _recover_from_disk(dead, buckets, node_dir / "state", config, frontier_cls, transport, coordinator)
     finally:
         lock.release()
+
+
+def holding_key(node: str) -> str:
+    """The crawl-wide counter a node raises before its first ack (``member.buckets``): until then every
+    URL it holds is still in a stream, so its state directory going missing loses nothing."""
+    return f"holds_state:{node}"
+
+
+async def _start_empty(dead: str, buckets: tuple[int, ...], n_buckets: int, transport: UrlTransport,
+                       coordinator: Coordinator) -> dict[str, Any]:
+    """The dead node's state directory is gone and there is no shared store: its buckets start empty.
+    Its unacked deliveries are claimed by the takers; what it had acked is lost, unless it never acked."""
+    await send_many(transport, [(bucket, encode_handoff(dead, 0, BucketState(bucket, n_buckets))) for bucket in buckets])
+    if not (await coordinator.counters()).get(holding_key(dead), 0):
+        await coordinator.incr("restored_from_streams", len(buckets))
+        return {"node": dead, "restored_from_streams": len(buckets)}
+    await coordinator.incr("unrecoverable_buckets", len(buckets))
+    return {"node": dead, "unrecoverable_buckets": len(buckets)}
 
 
 async def _recover_from_disk(dead: str, buckets: tuple[int, ...], state_dir: Path, config: CrawlConfig,

@@ -116,7 +116,8 @@ class BucketKeeper:
                  router: Router, *, claim_idle_s: float, receive_block_s: float, rows: RowPort | None = None,
                  report: Callable[[BackendUnavailable], None] | None = None,
                  prepare: Callable[[Sequence[Delivery]], Awaitable[None]] | None = None,
-                 before_send: Callable[[Sequence[int]], Awaitable[None]] | None = None) -> None:
+                 before_send: Callable[[Sequence[int]], Awaitable[None]] | None = None,
+                 before_first_ack: Callable[[], Awaitable[None]] | None = None) -> None:
         self.parts = parts
         self.crawl = crawl
         self.ownership = ownership
@@ -142,6 +143,9 @@ class BucketKeeper:
         """The node's re-crawl rows, moved with its buckets (None: none kept)."""
         self.before_send = before_send
         """Awaited before exported bucket states are sent (a shared store: ship the WARCs of their pages)."""
+        self.before_first_ack = before_first_ack
+        """Awaited once, before this node's first ack: from then on its disk may hold URLs that are in no
+        stream (``durability.recovery`` tells a dead node that never acked from one whose state is lost)."""
         self.log: list[tuple[float, str, int]] = []
         """(wall time, "ready"|"lost", bucket): when buckets became ready here or left (tests check fetches)."""
 
@@ -284,6 +288,9 @@ class BucketKeeper:
         """Flush the frontier (what is acked must be on disk), then ack."""
         if not acks:
             return
+        if self.before_first_ack is not None:
+            await self.before_first_ack()
+            self.before_first_ack = None
         self.parts.frontier.flush()
         pending = list(acks.items())
         for start in range(0, len(pending), ACK_CONCURRENCY):  # one round trip per bucket: overlap them

@@ -71,7 +71,7 @@ from webgather.runtime.member.page_gate import PageGate
 from webgather.runtime.member.figures import node_info, node_summary
 from webgather.runtime.durability.checkpoint import Checkpointer, HeldAcks
 from webgather.runtime.durability.losses import Losses, release_overdue
-from webgather.runtime.durability.recovery import lock_held, recover_node
+from webgather.runtime.durability.recovery import holding_key, lock_held, recover_node
 from webgather.runtime.durability.restore import restore_awaited
 from webgather.runtime.engine.node import CrawlNode
 from webgather.runtime.engine.parts import NodeParts
@@ -147,7 +147,8 @@ class ClusterNode:
             parts, self.crawl, self.ownership, self.transport if self.acks is None else self.acks, self.router,
             claim_idle_s=cluster.claim_idle_s, receive_block_s=min(0.2, cluster.heartbeat_s), rows=self.rows,
             report=self._backend_failed, prepare=addresses.prepare if addresses is not None else None,
-            before_send=self._ship_before_handoff if store is not None else None)
+            before_send=self._ship_before_handoff if store is not None else None,
+            before_first_ack=self._mark_holding if store is None else None)
         self.coordinating = self._coordinating(nodes_dir, frontier_cls)
         self.write_failure: WriteFailed | None = None  # the write that stopped it (disk full): the caller raises it
         self.adoptions: list[tuple[float, int]] = []
@@ -188,6 +189,10 @@ class ClusterNode:
     def _wake(self) -> None:
         """Permits or a budget grant came: the dispatcher may be waiting for them."""
         self.crawl.wake()
+
+    async def _mark_holding(self) -> None:
+        """Before the first ack (no shared store): from now on this node's disk holds URLs no stream has."""
+        await self.coordinator.incr(holding_key(self.node_id))
 
     async def _ship_before_handoff(self, buckets: Sequence[int]) -> None:
         """Before a hand-off's states are sent: the pages they count as done are in the shared store."""
