@@ -27,7 +27,8 @@ so a row and its queued revisit always sit at the same node.
 
 Hand-off in: a released bucket claims the dead previous owner's unacked
 deliveries first (``claim_stale`` with no idle time), imports the state, then
-applies claimed and held deliveries in that order. Imported hosts with queued
+applies claimed and held deliveries in that order, the hand-offs among them
+before the URL batches. Imported hosts with queued
 items fetch robots.txt again once their handed-over wait has passed.
 """
 
@@ -226,11 +227,14 @@ class BucketKeeper:
             self.log.append((self.parts.clock.wall(), "ready", bucket))
         done = [delivery] if delivery is not None else []
         seen = {d.delivery_id for d in done}
+        extras: list[tuple[Delivery, Message | None]] = []
         for extra in [*claimed, *held]:
-            if extra.delivery_id in seen:
-                continue
-            seen.add(extra.delivery_id)
-            decoded = self._decode(extra)
+            if extra.delivery_id not in seen:
+                seen.add(extra.delivery_id)
+                extras.append((extra, self._decode(extra)))
+        # states first: their seen keys must filter the URL batches held with them (else a page one of
+        # them had fetched is queued again by a link that came earlier in the stream)
+        for extra, decoded in sorted(extras, key=lambda pair: not isinstance(pair[1], Handoff)):
             if decoded is not None:
                 self._apply(decoded)
             done.append(extra)
