@@ -16,8 +16,8 @@
   or exits non-zero with one line when it cannot go on; a crawl that every process left that way is
   *stopped*, not lost (its state is kept). A hung crawl's missing URLs are not counted as lost either:
   it never ended, the hang is its failure.
-* **Exit codes as documented** (``webgather.exitcodes.ExitCode``): no undocumented code, no death by a
-  signal the nemesis did not send, no traceback, 4 iff the run printed DATA LOST, 2 (a bad command
+* **Exit codes as documented** (``webgather.exitcodes.ExitCode``): no undocumented code (a death by a
+  signal is one, the nemesis's SIGTERM too: the table says SIGTERM stops a node with 0), no traceback, 4 iff the run printed DATA LOST, 2 (a bad command
   line) never for the nemesis's good command lines, 0 never after a loss.
 """
 

@@ -201,6 +201,8 @@ def record(result: Result, path: Path) -> None:
     v = result.verdict
     row = {"seed": result.seed, "ok": v.ok, "faults": [dataclasses.asdict(f) for f in result.faults],
            "notes": [a.note for a in result.applied if a.note], "codes": result.codes,
+           "applied": [{"fault": a.fault.text(), "wall": round(a.wall, 3),
+                        "healed_wall": round(a.wall + (a.healed or a.at) - a.at, 3)} for a in result.applied],
            "verdict": {**dataclasses.asdict(v), "false_alarm": v.false_alarm, "silent_loss": v.silent_loss},
            "seconds": round(result.seconds, 1), "tail_s": round(result.tail_s, 1)}
     with path.open("a") as out:

@@ -146,3 +146,19 @@ def test_a_slow_clock_nodes_log_times_are_put_on_the_real_clock() -> None:
     entries = [{"node": "j1", "fetched_at": 1005.0}, {"node": "n0", "fetched_at": 1005.0}, {"node": "j1"}]
     _real_times(entries, [slow])
     assert [e.get("fetched_at") for e in entries] == [1010.0, 1005.0, None]
+
+
+def test_a_results_line_has_each_faults_wall_clock_moments(tmp_path: Path) -> None:
+    """Triage puts a kept seed's crawl logs (wall clock) against its faults: each fault's start and heal."""
+    import json
+
+    from nemesis_checker import Verdict
+    from nemesis_cluster import Applied
+    from nemesis_run import Result, record
+    from nemesis_schedule import Fault
+
+    stop = Fault(2.0, "stop", "n1", 3.0)
+    applied = [Applied(stop, at=100.0, wall=1000.0, healed=103.5)]
+    record(Result(7, [stop], Verdict(), applied, {"n1.0": 0}, 40.0, 20.0), tmp_path / "results.jsonl")
+    row = json.loads((tmp_path / "results.jsonl").read_text())
+    assert row["applied"] == [{"fault": "t+2.0s stop n1 for 3.0s", "wall": 1000.0, "healed_wall": 1003.5}]

@@ -19,7 +19,8 @@ class RequestRecord(NamedTuple):
     start_s: float
     """Monotonic seconds when the request head was complete."""
     end_s: float
-    """Monotonic seconds when the response was handed to the socket (or the connection dropped)."""
+    """Monotonic seconds just before the response was handed to the socket (or the connection dropped):
+    the client cannot have had it earlier."""
     host: str
     """Host header as sent (``host:port``), lower-cased."""
     path: str

@@ -305,6 +305,9 @@ class _Connection(asyncio.Protocol):
         transport = self.transport
         if self.closed or transport is None:
             return
+        # stamped before the bytes go: the write wakes the client, which may keep this process off the CPU
+        # for a while; a stamp taken after that would say the response ended later than the client had it
+        end = self.server.clock.monotonic()
         if plan.mode == "reset":
             self._reset(transport)
         else:
@@ -314,7 +317,7 @@ class _Connection(asyncio.Protocol):
                 self.closed = True
         server = self.server
         server.records.append(RequestRecord(
-            start, server.clock.monotonic(), request.host.decode("latin-1"), request.target.decode("latin-1"),
+            start, end, request.host.decode("latin-1"), request.target.decode("latin-1"),
             self.peer, self.local, self.conn_id, plan.status, len(plan.data),
         ))
         if not self.closed and self.buffer:

@@ -27,8 +27,10 @@ so a row and its queued revisit always sit at the same node.
 
 Hand-off in: a released bucket claims the dead previous owner's unacked
 deliveries first (``claim_stale`` with no idle time), imports the state, then
-applies claimed and held deliveries in that order. Imported hosts with queued
-items come up for dispatch once their handed-over wait has passed.
+applies claimed and held deliveries in that order, the hand-offs among them
+before the URL batches (a batch applied first would queue again the pages whose
+seen keys the hand-off brings). Imported hosts with queued items come up for
+dispatch once their handed-over wait has passed.
 
 Robots rules and cookies move with the bucket: the exported state carries its
 hosts' settled robots state (with the seconds it stays fresh) and cookies
@@ -247,11 +249,14 @@ class BucketKeeper:
             self.log.append((self.parts.clock.wall(), "ready", bucket))
         done = [delivery] if delivery is not None else []
         seen = {d.delivery_id for d in done}
+        extras: list[tuple[Delivery, Message | None]] = []
         for extra in [*claimed, *held]:
-            if extra.delivery_id in seen:
-                continue
-            seen.add(extra.delivery_id)
-            decoded = self._decode(extra)
+            if extra.delivery_id not in seen:
+                seen.add(extra.delivery_id)
+                extras.append((extra, self._decode(extra)))
+        # states first: their seen keys must filter the URL batches held with them (else a page one of
+        # them had fetched is queued again by a link that came earlier in the stream)
+        for extra, decoded in sorted(extras, key=lambda pair: not isinstance(pair[1], Handoff)):
             if decoded is not None:
                 self._apply(decoded)
             done.append(extra)
