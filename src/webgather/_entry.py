@@ -20,21 +20,25 @@ from __future__ import annotations
 import signal
 import sys
 
-__all__ = ["main"]
+__all__ = ["INTERRUPTED", "main"]
+
+INTERRUPTED = 130
+"""``webgather.exitcodes.ExitCode.INTERRUPTED``, kept here so no import stands before the handler's
+first use (a unit test checks that the two agree)."""
 
 def main() -> int:
     """``webgather``'s console script and ``python -m webgather``."""
     signal.signal(signal.SIGTERM, signal.default_int_handler)
-    from webgather.exitcodes import ExitCode
-
-    try:
+    try:  # every import inside: a SIGTERM may land in any of them
         from webgather.cli import main as run
 
-        code = run()
+        code = int(run())
     except KeyboardInterrupt:  # before the CLI's own handling: in its imports, or parsing the command line
         print("webgather: interrupted", file=sys.stderr)
-        code = ExitCode.INTERRUPTED
-    if code == ExitCode.INTERRUPTED:
+        code = INTERRUPTED
+    # the command is over: a SIGTERM now ends the process at once with the command's own code
+    signal.signal(signal.SIGTERM, lambda _signum, _frame: _exit(code))
+    if code == INTERRUPTED:
         _exit(code)
     return code
 
