@@ -78,6 +78,15 @@ def test_the_checker_passes_a_clean_crawl_and_names_each_violation() -> None:
     assert stopped.stopped and stopped.lost == 0 and stopped.ok
 
 
+def test_a_sigterm_death_is_documented_only_before_the_first_line_of_webgather() -> None:
+    done = RunFacts("n0", 1, 0, False, "done", True)
+    at_start = [RunFacts("n0", 0, -15, False, "", False), done]
+    assert check(_facts(runs=at_start)).ok
+    after_a_line = [RunFacts("n0", 0, -15, False, "webgather: joined as n0", False), done]
+    assert any("exited -15" in p for p in check(_facts(runs=after_a_line)).exit_problems)
+    assert check(_facts(runs=[RunFacts("n0", 0, -9, False, "", False), done])).exit_problems
+
+
 async def _echo_server() -> tuple[asyncio.Server, int]:
     async def echo(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         with contextlib.suppress(ConnectionResetError):  # the proxy resets when closed
