@@ -32,6 +32,8 @@ from webgather.parse import native
 
 __all__ = ["COMMAND_MODULES", "EXIT_WRITE_FAILED", "build_parser", "main", "package_version"]
 
+_E = typing.TypeVar("_E", bound=BaseException)
+
 COMMAND_MODULES = (
     "webgather.commands.crawl",
     "webgather.commands.demo",
@@ -116,11 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.func(args)
     except WriteFailed as exc:
         return _exit(f"webgather: error: {exc}", EXIT_WRITE_FAILED)
-    except ExceptionGroup as group:  # a cluster node's task group: its crawl stopped on a failed write
-        failed = _first_write_failed(group)
+    except ExceptionGroup as group:  # a cluster node's task group: a failed write, or a node that cannot go on
+        failed = _first_of(group, WriteFailed) or _first_of(group, CannotContinue)
         if failed is None:
             raise
-        return _exit(f"webgather: error: {failed}", EXIT_WRITE_FAILED)
+        code = EXIT_WRITE_FAILED if isinstance(failed, WriteFailed) else ExitCode.CANNOT_CONTINUE
+        return _exit(f"webgather: error: {failed}", code)
     except CannotContinue as exc:
         return _exit(f"webgather: error: {exc}", ExitCode.CANNOT_CONTINUE)
     except WebgatherError as exc:
@@ -138,9 +141,9 @@ def _exit(line: str, code: int, level: int = logging.ERROR) -> int:
     return code
 
 
-def _first_write_failed(group: BaseExceptionGroup[BaseException]) -> WriteFailed | None:
+def _first_of(group: BaseExceptionGroup[BaseException], kind: type[_E]) -> _E | None:
     for exc in group.exceptions:
-        found = _first_write_failed(exc) if isinstance(exc, BaseExceptionGroup) else exc
-        if isinstance(found, WriteFailed):
+        found = _first_of(exc, kind) if isinstance(exc, BaseExceptionGroup) else exc
+        if isinstance(found, kind):
             return found
     return None

@@ -216,6 +216,12 @@ class CannotContinue(ClusterError):
     exits with ``ExitCode.CANNOT_CONTINUE`` (6) and this message as its one line."""
 
 
+class HandoffAbandoned(CannotContinue):
+    """A hand-off was not sent because the node is stopping: the shared store stayed unusable past
+    ``max_outage_s`` while its WARC files waited to be shipped, or the node closed meanwhile. The
+    buckets stay this node's, their state in its output and checkpoints."""
+
+
 class AnalysisError(WebgatherError):
     """A crawl directory holds nothing to analyse, or its inputs disagree."""
 

@@ -217,7 +217,7 @@ class Checkpointer:
         """:meth:`ship` until it succeeds (before a hand-off: the new owner counts those pages as done,
         so their records must be in the store first; the hand-off waits while the store is down)."""
         wait_s = RETRY_MIN_S
-        while True:
+        while not self.closed:
             try:
                 return await self.ship()
             except StoreError as exc:
@@ -228,6 +228,7 @@ class Checkpointer:
                             self.node.node_id, exc)
                 await asyncio.sleep(wait_s)
                 wait_s = min(RETRY_MAX_S, 2 * wait_s)
+        raise StoreError(f"node {self.node.node_id}: closed before its WARC files could be shipped")
 
     async def ack_held(self) -> None:
         """After a graceful leave: every bucket went out in a hand-off (a stream message the new owner

@@ -53,7 +53,7 @@ from webgather.cluster.handoff import Action, Ownership, Transition
 from webgather.cluster.router import Router, send_many, send_retrying
 from webgather.cluster.transport import Delivery, UrlTransport
 from webgather.cluster.wire import Handoff, Message, UrlBatch, decode, encode_handoff
-from webgather.errors import BackendUnavailable, ClusterError
+from webgather.errors import BackendUnavailable, ClusterError, HandoffAbandoned
 from webgather.frontier.bucket import BucketState, HostClock
 from webgather.recrawl.observe import UrlRecord
 from webgather.runtime.engine.host_settled import forget_settled, install_settled, with_settled
@@ -340,7 +340,11 @@ class BucketKeeper:
             await self._leaving.wait()
             self._leaving.clear()
             while self.ownership.leaving and not self.closed:
-                await self.hand_over(sorted(self.ownership.leaving))
+                try:
+                    await self.hand_over(sorted(self.ownership.leaving))
+                except HandoffAbandoned as exc:  # the node is stopping (it said why): nothing was sent or dropped
+                    log.warning("%s", exc)
+                    return
 
     async def hand_over(self, buckets: list[int], merge: bool = False) -> None:
         """Hold, wait for quiet, export, send and drop ``buckets`` (``merge``: orphans at start)."""

@@ -59,7 +59,7 @@ from webgather.cluster.outage import Outage
 from webgather.cluster.patience import within_outage
 from webgather.cluster.router import AddLocal, Router
 from webgather.cluster.transport import Backend, UrlTransport
-from webgather.errors import BackendUnavailable, CannotContinue, WriteFailed
+from webgather.errors import BackendUnavailable, CannotContinue, HandoffAbandoned, StoreError, WriteFailed
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
 from webgather.recrawl.state import state_path
@@ -196,8 +196,15 @@ class ClusterNode:
 
     async def _ship_before_handoff(self, buckets: Sequence[int]) -> None:
         """Before a hand-off's states are sent: the pages they count as done are in the shared store."""
-        if self.checkpoints is not None:
+        if self.checkpoints is None:
+            return
+        try:
             await self.checkpoints.ship_retrying(buckets)
+        except CannotContinue as exc:  # the store stayed unusable past max_outage_s: stop, state kept
+            self.give_up(exc, "shared store unusable")
+            raise HandoffAbandoned(str(exc)) from None
+        except StoreError as exc:  # closed while the store was down: the node is stopping anyway
+            raise HandoffAbandoned(f"node {self.node_id}: closed while its WARC files waited for the store: {exc}") from None
 
     # -- control ------------------------------------------------------------------------
     @property

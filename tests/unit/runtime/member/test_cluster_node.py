@@ -14,7 +14,7 @@ from webgather.cluster.inprocess import InProcessHub
 from webgather.cluster.mapping import bucket_of, initial
 from webgather.cluster.wire import encode_batch
 from webgather.config import ClusterConfig, CrawlConfig
-from webgather.errors import CannotContinue
+from webgather.errors import CannotContinue, HandoffAbandoned, StoreError
 from webgather.frontier.model import CrawlItem
 from webgather.runtime.engine.parts import NodeParts, open_parts
 from webgather.runtime.launch.cluster import start_crawl
@@ -100,6 +100,37 @@ async def test_with_a_shared_store_the_keeper_acks_only_through_a_checkpoint(tmp
     assert any(key.startswith("checkpoints/a/") for key in store.list())
     await node.keeper.before_send([BUCKET])  # before a hand-off: the WARC files are shipped (no failure)
     node.checkpoints.close()
+
+
+class _DownStore(FileStore):
+    def list(self, prefix: str = "") -> list[str]:
+        raise StoreError("store down")
+
+
+async def test_a_hand_off_waiting_for_a_store_the_node_gave_up_on_is_abandoned(tmp_path: Path,
+                                                                            parts: NodeParts) -> None:
+    """It used to raise the store's CannotContinue out of the node's task group: a traceback and exit 1
+    (a nemesis schedule: the S3 store down past max_outage_s while a table change asked for a hand-off)."""
+    node = ClusterNode(parts, InProcessHub(M), nodes_dir=tmp_path / "nodes", store=_DownStore(tmp_path / "shared"))
+    node.ownership.adopt(initial(["a"], M), 0.0)
+    assert node.keeper.before_send is not None
+    node.give_up(CannotContinue("store away"), "shared store unusable")  # the watch loop's enforcement
+    with pytest.raises(HandoffAbandoned):
+        await asyncio.wait_for(node.keeper.before_send([BUCKET]), 10.0)
+    assert node.reason == "shared store unusable" and str(node.failure) == "store away"
+
+
+async def test_a_hand_off_waiting_for_the_store_when_the_node_closes_is_abandoned(tmp_path: Path,
+                                                                               parts: NodeParts) -> None:
+    node = ClusterNode(parts, InProcessHub(M), nodes_dir=tmp_path / "nodes", store=_DownStore(tmp_path / "shared"))
+    assert node.keeper.before_send is not None and node.checkpoints is not None
+    waiting = asyncio.ensure_future(node.keeper.before_send([BUCKET]))  # retrying while the store is down
+    await asyncio.sleep(0.3)
+    assert not waiting.done()
+    node.checkpoints.close()
+    with pytest.raises(HandoffAbandoned):
+        await asyncio.wait_for(waiting, 10.0)
+    assert node.failure is None  # closing is not giving up
 
 
 async def test_idle_is_the_router_the_keeper_and_the_crawl_together(tmp_path: Path, parts: NodeParts) -> None:
