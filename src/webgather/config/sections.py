@@ -238,7 +238,7 @@ class ClusterConfig:
     claim_idle_s: float = 30.0
     """Cross-URL batches delivered this long ago and never acked are re-claimed by the bucket's owner."""
     handoff_timeout_s: float = 60.0
-    """A bucket taken from a dead node starts empty if no recovered state arrives within this time."""
+    """Without a shared store, a bucket taken from a dead node starts empty if no state arrives within this time (with one, it is restored from the node's checkpoints)."""
     max_outage_s: float = 300.0
     """While the backend (Redis) is unreachable or the shared store takes no write, a node pauses and retries;
     this long after the backend's last answer (the store's first failure) it stops, keeping its state (exit 6)."""

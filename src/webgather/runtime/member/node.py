@@ -413,16 +413,7 @@ class ClusterNode:
         members = await coord.members()
         self.keeper.members_alive(members)
         await self._read_table()
-        now = self.parts.clock.monotonic()
-        overdue = self.ownership.overdue(now, self.cfg.handoff_timeout_s, self.keeper.alive)
-        if overdue:
-            await release_overdue(self.keeper, coord, overdue)
-        if self.cfg.shared_store:  # a hand-off never waits on a node that is gone, or that will never send it
-            silent = self.ownership.silent(now, self.cfg.handoff_timeout_s, settled(members, self.ownership.version))
-            self.recoveries += await restore_awaited(
-                self.ownership, self.keeper.alive - silent, now, self.coordinating.grace_s,
-                store_url=self.cfg.shared_store,
-                n_buckets=self.cfg.n_buckets, transport=self.transport, coordinator=coord)
+        await self._recover_awaited(members)
         self._check_leave(members)
         await self.gate.beat(self.crawl)  # before the info: "idle" must reflect permits and budget
         sent_at = self.parts.clock.monotonic()
@@ -430,6 +421,24 @@ class ClusterNode:
         self.gate.renewed(sent_at)
         if self._lease_held:  # renew here too: a long tick (a recovery) must not lose the lease
             self._lease_held = await coord.try_lease(self.node_id, self.cfg.member_ttl_s)
+
+    async def _recover_awaited(self, members: dict[str, dict[str, Any]]) -> None:
+        """Buckets awaited from a node that is gone or will never send them. With a shared store their
+        state is restored from its checkpoints and streams: never started empty, however late (after a
+        Redis outage longer than ``handoff_timeout_s`` every awaited bucket is late at the first beat,
+        before the sender has been seen gone for ``grace_s``). Without one, a dead sender's buckets are
+        started empty once ``handoff_timeout_s`` late, and counted as a loss."""
+        now, coord = self.parts.clock.monotonic(), self.coordinator
+        if not self.cfg.shared_store:
+            overdue = self.ownership.overdue(now, self.cfg.handoff_timeout_s, self.keeper.alive)
+            if overdue:
+                await release_overdue(self.keeper, coord, overdue)
+            return
+        silent = self.ownership.silent(now, self.cfg.handoff_timeout_s, settled(members, self.ownership.version))
+        self.recoveries += await restore_awaited(
+            self.ownership, self.keeper.alive - silent, now, self.coordinating.grace_s,
+            store_url=self.cfg.shared_store,
+            n_buckets=self.cfg.n_buckets, transport=self.transport, coordinator=coord)
 
     async def _count_answers(self, counters: dict[str, int]) -> None:
         """Raise ``ANSWERED`` once this run has an answer; keep the crawl's figure (before the heartbeat

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from webgather.cluster.inprocess import InProcessHub
-from webgather.cluster.mapping import bucket_of, initial
+from webgather.cluster.mapping import BucketTable, bucket_of, initial
 from webgather.cluster.wire import encode_batch
 from webgather.config import ClusterConfig, CrawlConfig
 from webgather.errors import CannotContinue, HandoffAbandoned, StoreError
@@ -131,6 +131,34 @@ async def test_a_hand_off_waiting_for_the_store_when_the_node_closes_is_abandone
     with pytest.raises(HandoffAbandoned):
         await asyncio.wait_for(waiting, 10.0)
     assert node.failure is None  # closing is not giving up
+
+
+async def test_with_a_store_a_bucket_awaited_long_past_the_timeout_from_a_gone_node_is_restored_not_lost(
+        tmp_path: Path) -> None:
+    """After a Redis outage longer than handoff_timeout_s every awaited bucket is late at the first beat,
+    before its gone sender has been missing for grace_s: it was started empty and counted as a loss
+    (DATA LOST with nothing lost; a nemesis schedule: a node killed with its disk, then Redis killed)."""
+    shared = tmp_path / "shared"
+    config = CrawlConfig(cluster=ClusterConfig(n_buckets=M, heartbeat_s=0.05, member_ttl_s=1.0, lease_margin_s=0.25,
+                                               handoff_timeout_s=1.0, shared_store=shared.as_uri()))
+    hub = InProcessHub(M)
+    await start_crawl(hub, config, [], nodes=["x", "a"])
+    first = await hub.coordinator().get_table()
+    assert first is not None and first.buckets_of("x")
+    async with open_parts(config, tmp_path / "nodes" / "a", node_id="a", n_buckets=M) as parts:
+        node = ClusterNode(parts, hub, nodes_dir=tmp_path / "nodes", store=FileStore(shared))
+        node.ownership.adopt(first, 0.0)
+        now = parts.clock.monotonic()
+        node.ownership.adopt(BucketTable(1, M, ("a",) * M), now - 100.0)  # x's buckets awaited for 100 s
+        taken = sorted(node.ownership.awaiting)
+        assert taken == sorted(first.buckets_of("x"))
+        await node._beat()  # x never beat: gone; its hand-offs 99 s late
+        await asyncio.sleep(node.coordinating.grace_s)
+        await node._beat()
+        counters = await hub.coordinator().counters()
+        assert counters.get("buckets_started_empty", 0) == 0 and not node.losses.any()
+        assert all(node.ownership.awaiting[b].restored for b in taken)  # its states are on their streams
+        assert node.keeper.counts["handoff_timeouts"] == 0
 
 
 async def test_idle_is_the_router_the_keeper_and_the_crawl_together(tmp_path: Path, parts: NodeParts) -> None:
