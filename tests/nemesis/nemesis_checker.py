@@ -3,7 +3,8 @@
 * **No loss**: every URL of the web's closure (those the expected crawl gets a response for) has a
   response record in a surviving WARC (the shared store, or a --out that was not deleted). A missing
   URL whose last logged attempt failed (a timeout on a loaded machine) is a *failed* fetch, recorded,
-  not a loss; the rest are *lost*.
+  not a loss; so is one the expected crawl reaches only through such a failed fetch (*cut off*: the
+  page that links to it never came, so the crawl never learnt of it). The rest are *lost*.
 * **The loss report is exact**: some node says ``DATA LOST`` iff a URL is lost (a loss nobody reports
   is silent; a DATA LOST with nothing lost is a false alarm).
 * **Politeness**, from the test web server's own records (``fault_figures.politeness``): no two
@@ -79,6 +80,10 @@ class Facts:
     windows: list[Window]
     hung: list[str]
     problems: list[str] = field(default_factory=list)
+    links: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """The expected crawl's graph: each URL's links and redirect target."""
+    roots: frozenset[str] = frozenset()
+    """The expected crawl's seeds."""
 
 
 @dataclass
@@ -86,6 +91,7 @@ class Verdict:
     closure: int = 0
     missing: int = 0
     failed: int = 0
+    cut_off: int = 0
     lost: int = 0
     said_lost: bool = False
     stopped: bool = False
@@ -101,7 +107,7 @@ class Verdict:
     @property
     def false_alarm(self) -> bool:
         """DATA LOST printed although every closure URL was archived (or its fetch recorded as failed)."""
-        return self.said_lost and self.missing == self.failed
+        return self.said_lost and self.missing == self.failed + self.cut_off
 
     @property
     def silent_loss(self) -> bool:
@@ -140,13 +146,35 @@ def final_fetches(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
             and e.get("error") not in ("robots", "robots_unavailable", "off_scope")]
 
 
+def _reach(links: dict[str, tuple[str, ...]], roots: frozenset[str], blocked: set[str]) -> set[str]:
+    seen, todo = set(roots), list(roots)
+    while todo:
+        url = todo.pop()
+        if url in blocked:
+            continue
+        for nxt in links.get(url, ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def _cut_off(facts: Facts, failed: set[str]) -> set[str]:
+    """URLs the expected crawl reaches, but only through a URL whose fetch failed in this one."""
+    if not facts.roots:
+        return set()
+    return _reach(facts.links, facts.roots, set()) - _reach(facts.links, facts.roots, failed)
+
+
 def _losses(facts: Facts, v: Verdict) -> None:
     missing = facts.closure - facts.archived
     last_error: dict[str, Any] = {}
     for entry in final_fetches(facts.entries):
         last_error[entry["url"]] = entry.get("error")
     failed = {u for u in missing if last_error.get(u)}
-    v.closure, v.missing, v.failed = len(facts.closure), len(missing), len(failed)
+    cut_off = (missing - failed) & _cut_off(facts, {u for u, error in last_error.items() if error})
+    v.closure, v.missing, v.failed, v.cut_off = len(facts.closure), len(missing), len(failed), len(cut_off)
+    failed |= cut_off
     unfinished = v.stopped or bool(facts.hung)  # the crawl did not end by itself: its hang is the failure
     v.lost = 0 if unfinished else len(missing - failed)
     if unfinished and missing - failed:

@@ -155,8 +155,10 @@ def _facts(work: Path, setup: Setup, cluster: Cluster, store: FileStoreService |
     _real_times(entries, cluster.runs)
     last = {r.node: r.index for r in cluster.runs}
     runs = [RunFacts(r.node, r.index, r.code, r.killed, r.output(), last[r.node] == r.index) for r in cluster.runs]
+    links = {u: e.links + ((e.target,) if e.target else ()) for u, e in expected.outcomes.items()}
+    roots = frozenset(u for u, e in expected.outcomes.items() if e.depth == 0 and e.redirects == 0)
     return Facts(closure, found, entries, runs, read_records(work / "web" / "records.jsonl"), setup.delay_s,
-                 _windows(cluster.applied, setup.checkpoint_s), cluster.hung, cluster.problems)
+                 _windows(cluster.applied, setup.checkpoint_s), cluster.hung, cluster.problems, links, roots)
 
 
 def _real_times(entries: list[dict[str, Any]], runs: list[Run]) -> None:
@@ -189,7 +191,7 @@ def _windows(applied: list[Applied], checkpoint_s: float) -> list[Window]:
 def summary_line(result: Result) -> str:
     v = result.verdict
     status = "ok" if v.ok else "FAIL " + ", ".join(v.failures())
-    return (f"seed {result.seed}: {status} | closure {v.closure} missing {v.missing} (failed fetches {v.failed}) lost {v.lost}"
+    return (f"seed {result.seed}: {status} | closure {v.closure} missing {v.missing} (failed fetches {v.failed}, cut off {v.cut_off}) lost {v.lost}"
             f"{' (silent)' if v.silent_loss else ''} DATA LOST said {'yes' if v.said_lost else 'no'}"
             f"{' stopped' if v.stopped else ''} | refetched {v.refetched} (outside bound {v.outside_bound}) | "
             f"at once {v.at_once} short {v.short_gaps} | tail {result.tail_s:.0f}s total {result.seconds:.0f}s | "

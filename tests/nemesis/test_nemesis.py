@@ -78,6 +78,20 @@ def test_the_checker_passes_a_clean_crawl_and_names_each_violation() -> None:
     assert stopped.stopped and stopped.lost == 0 and stopped.ok
 
 
+def test_a_url_reached_only_through_a_failed_fetch_is_cut_off_not_lost() -> None:
+    """A page whose fetch timed out on the loaded machine never gave the crawl its links (s3 seed 1101)."""
+    a, b, w, x = "http://h1/a", "http://h1/b", "http://h1/w/b", "http://h1/x"
+    links = {a: (b, x), b: (w,), x: ()}
+    entries = [{"url": a, "kind": "page", "fetched_at": 100.0, "node": "n0"},
+               {"url": b, "kind": "page", "fetched_at": 101.0, "node": "n0", "error": "timeout"}]
+    facts = _facts(closure={a, b, w, x}, archived={a, x}, entries=entries, links=links, roots=frozenset({a}))
+    v = check(facts)
+    assert (v.missing, v.failed, v.cut_off, v.lost) == (2, 1, 1, 0) and v.ok
+    also_x = {**links, x: (w,)}  # w is also linked from x, which was fetched: its absence is a loss
+    v = check(_facts(closure={a, b, w, x}, archived={a, x}, entries=entries, links=also_x, roots=frozenset({a})))
+    assert (v.cut_off, v.lost) == (0, 1) and not v.ok
+
+
 def test_a_sigterm_death_is_documented_only_before_the_first_line_of_webgather() -> None:
     done = RunFacts("n0", 1, 0, False, "done", True)
     at_start = [RunFacts("n0", 0, -15, False, "", False), done]
