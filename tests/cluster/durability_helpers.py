@@ -263,15 +263,18 @@ async def _wait_recovered(url: str, timeout_s: float) -> None:
 @asynccontextmanager
 async def _peak_sampler(url: str, every_s: float = 0.25) -> AsyncIterator[list[int]]:
     """Samples ``used_memory_peak`` while the block runs (a Redis that is away is skipped); the list
-    holds the highest value seen."""
+    holds the highest value seen. Stopped by a flag as well as a cancel: a cancel that lands as a read
+    times out can come out as a timeout (Python 3.11's asyncio.timeout), which the loop would swallow
+    and sample on forever (a run sat 15 minutes, event loop idle, after its crawl had ended)."""
     import redis.asyncio as aioredis
 
     peak = [0]
+    done = asyncio.Event()
 
     async def sample() -> None:
         client = aioredis.from_url(url, socket_timeout=2.0)
         try:
-            while True:
+            while not done.is_set():
                 try:
                     peak[0] = max(peak[0], int((await client.info("memory"))["used_memory_peak"]))
                 except Exception:  # noqa: BLE001 - Redis restarting: the next sample reconnects
@@ -284,6 +287,7 @@ async def _peak_sampler(url: str, every_s: float = 0.25) -> AsyncIterator[list[i
     try:
         yield peak
     finally:
+        done.set()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
