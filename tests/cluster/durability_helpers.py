@@ -209,10 +209,16 @@ class _Cluster:
 
 async def _wait_kill_point(c: _Cluster, pages: int, crawled_s: float | None, timeout_s: float) -> None:
     """Until the victim fetched ``pages`` pages and (with a store) completed a checkpoint whose snapshot
-    came ``crawled_s`` or more after its first fetch (``crawled_s`` None: before any checkpoint)."""
+    came ``crawled_s`` or more after its first fetch (``crawled_s`` None: before any checkpoint).
+    The victim ending first is the scenario's own failure, said at once (not a timeout that reads like
+    a hang): on a loaded machine node a can crawl most of a small web while b and c start."""
     log = c.log(VICTIM)
     async with asyncio.timeout(timeout_s):
         while True:
+            if c.procs[VICTIM].returncode is not None:
+                got = log.read_text().count('"kind":"page"') if log.exists() else 0
+                raise AssertionError(f"node {VICTIM} ended (exit {c.procs[VICTIM].returncode}) after {got} page "
+                                     f"lines, before the fault's point ({pages} pages): the scenario did not happen")
             if log.exists() and log.read_text().count('"kind":"page"') >= pages:
                 if c.store is None or crawled_s is None:
                     return
