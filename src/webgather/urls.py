@@ -23,12 +23,15 @@ import functools
 import hashlib
 import re
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
-import numpy as np
 from ada_url.ada_adapter import ffi as _ffi  # type: ignore[attr-defined]
 from ada_url.ada_adapter import lib as _ada  # type: ignore[attr-defined]
 
 from webgather._types import HostKey
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "canonicalize",
@@ -183,6 +186,8 @@ def fingerprint(url: str) -> int:
 
 def fingerprints(urls: Iterable[str]) -> np.ndarray:
     """Fingerprints of many canonical URLs as a ``uint64`` array, in order."""
+    import numpy as np  # here: every command imports this module, only the frontier and analyses need numpy
+
     blake = hashlib.blake2b
     raw = b"".join(
         blake(u.encode("utf-8", "surrogatepass"), digest_size=8).digest() for u in urls

@@ -181,6 +181,10 @@ class _Cluster:
     fault_wall: float = 0.0
     victim_env: dict[str, str] | None = None
     """The victim's environment (e.g. libfaketime's, for a clock that runs slow), None: this one's."""
+    victim_first: bool = False
+    """Start the third node only once a table names the victim, and apply the fault only once the
+    victim has applied a table naming all three: it gained buckets alone, then handed some of them
+    to the third node (what it read there stays unacked until its checkpoint)."""
 
     def log(self, node: str) -> Path:
         return self.outs[node] / "nodes" / node / "crawl.log.jsonl"
@@ -205,10 +209,16 @@ class _Cluster:
 
 async def _wait_kill_point(c: _Cluster, pages: int, crawled_s: float | None, timeout_s: float) -> None:
     """Until the victim fetched ``pages`` pages and (with a store) completed a checkpoint whose snapshot
-    came ``crawled_s`` or more after its first fetch (``crawled_s`` None: before any checkpoint)."""
+    came ``crawled_s`` or more after its first fetch (``crawled_s`` None: before any checkpoint).
+    The victim ending first is the scenario's own failure, said at once (not a timeout that reads like
+    a hang): on a loaded machine node a can crawl most of a small web while b and c start."""
     log = c.log(VICTIM)
     async with asyncio.timeout(timeout_s):
         while True:
+            if c.procs[VICTIM].returncode is not None:
+                got = log.read_text().count('"kind":"page"') if log.exists() else 0
+                raise AssertionError(f"node {VICTIM} ended (exit {c.procs[VICTIM].returncode}) after {got} page "
+                                     f"lines, before the fault's point ({pages} pages): the scenario did not happen")
             if log.exists() and log.read_text().count('"kind":"page"') >= pages:
                 if c.store is None or crawled_s is None:
                     return
@@ -259,15 +269,18 @@ async def _wait_recovered(url: str, timeout_s: float) -> None:
 @asynccontextmanager
 async def _peak_sampler(url: str, every_s: float = 0.25) -> AsyncIterator[list[int]]:
     """Samples ``used_memory_peak`` while the block runs (a Redis that is away is skipped); the list
-    holds the highest value seen."""
+    holds the highest value seen. Stopped by a flag as well as a cancel: a cancel that lands as a read
+    times out can come out as a timeout (Python 3.11's asyncio.timeout), which the loop would swallow
+    and sample on forever (a run sat 15 minutes, event loop idle, after its crawl had ended)."""
     import redis.asyncio as aioredis
 
     peak = [0]
+    done = asyncio.Event()
 
     async def sample() -> None:
         client = aioredis.from_url(url, socket_timeout=2.0)
         try:
-            while True:
+            while not done.is_set():
                 try:
                     peak[0] = max(peak[0], int((await client.info("memory"))["used_memory_peak"]))
                 except Exception:  # noqa: BLE001 - Redis restarting: the next sample reconnects
@@ -280,6 +293,7 @@ async def _peak_sampler(url: str, every_s: float = 0.25) -> AsyncIterator[list[i
     try:
         yield peak
     finally:
+        done.set()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
 
@@ -288,7 +302,7 @@ async def run_scenario(tmp: Path, store_url: str | None, *, fault: str = "kill_d
                        kill_after_pages: int = 20, timeout_s: float = 160.0, checkpoint_s: float = 0.5,
                        min_delay_s: float = 0.25, claim_idle_s: float = 5.0, pause_s: float = 4.0,
                        crawled_s: float | None = 0.0, victim_env: dict[str, str] | None = None,
-                       member_ttl_s: float = 1.0, **web: Any) -> Outcome:
+                       member_ttl_s: float = 1.0, victim_first: bool = False, **web: Any) -> Outcome:
     if fault not in FAULTS:
         raise ValueError(f"unknown fault {fault!r}; one of {', '.join(FAULTS)}")
     params = small_web(n_hosts=n_hosts, **web)
@@ -303,7 +317,7 @@ async def run_scenario(tmp: Path, store_url: str | None, *, fault: str = "kill_d
         config = dataclasses.replace(config, robots=dataclasses.replace(config.robots, error_retry_s=min_delay_s))
         seeds = [srv.home_url(0), srv.home_url(3)]
         c = _cluster(tmp, redis, store_url, seeds, write_toml(config, tmp / "crawl.toml"))
-        c.victim_env = victim_env
+        c.victim_env, c.victim_first = victim_env, victim_first
         fault_s = await _run(c, fault, (kill_after_pages, crawled_s), timeout_s, pause_s)
         async with asyncio.timeout(30):
             counters = await _counters(redis.url)
@@ -337,8 +351,12 @@ async def _run(c: _Cluster, fault: str, kill_point: tuple[int, float | None], ti
             await wait_defined(c.redis.url, timeout_s / 4)
             for n in NODES[1:]:
                 await c.start(n)
+                if c.victim_first and n == VICTIM:
+                    await wait_in_table(c.redis.url, VICTIM, timeout_s / 4)
             if fault != "none":  # no fault: nothing to wait for (node b may own few hosts, or none, of a small web)
                 await _wait_kill_point(c, *kill_point, timeout_s / 2)
+            if c.victim_first:
+                await wait_in_table(c.redis.url, VICTIM, timeout_s / 4, applied_with=NODES)
             fault_s, c.fault_wall = time.monotonic(), time.time()
             await _apply_fault(c, fault, pause_s, timeout_s / 4)
             async with asyncio.timeout(timeout_s / 2):
@@ -395,6 +413,26 @@ async def wait_defined(url: str, timeout_s: float) -> None:
     try:
         async with asyncio.timeout(timeout_s):
             while await definition.read(backend) is None:
+                await asyncio.sleep(0.05)
+    finally:
+        await backend.aclose()
+
+
+async def wait_in_table(url: str, node: str, timeout_s: float, applied_with: tuple[str, ...] = ()) -> None:
+    """Until the crawl's bucket table names ``node`` (and ``applied_with``, and ``node``'s heartbeat
+    says it applied that table: its hand-offs for it are sent)."""
+    from webgather.cluster.redis import RedisBackend
+
+    backend = await RedisBackend.connect(url, CRAWL, M)
+    coord = backend.coordinator()
+    try:
+        async with asyncio.timeout(timeout_s):
+            while True:
+                table = await coord.get_table()
+                info = (await coord.members()).get(node, {}) if applied_with else {}
+                if table is not None and {node, *applied_with} <= set(table.nodes) and (
+                        not applied_with or (info.get("version") == table.version and info.get("applied"))):
+                    return
                 await asyncio.sleep(0.05)
     finally:
         await backend.aclose()

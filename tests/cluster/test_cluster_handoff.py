@@ -146,7 +146,8 @@ async def test_coordinating_creates_the_table_then_detects_the_end() -> None:
     async def recover(node: str, buckets: tuple[int, ...]) -> None:
         raise AssertionError("nobody died")
 
-    duty = Coordinating(coord, 8, clock, grace_s=5.0, recover=recover, scan_pending=scan)
+    duty = Coordinating(coord, 8, clock, grace_s=5.0, recover=recover, requeue=hub.transport("a").requeue,
+                        scan_pending=scan)
     await coord.heartbeat("a", {}, 10.0)
     await duty.tick()
     table = await coord.get_table()

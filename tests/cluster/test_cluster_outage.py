@@ -41,7 +41,8 @@ def test_a_backend_that_answers_nothing_is_an_outage_counted_from_its_last_answe
 
 async def test_after_an_outage_missing_nodes_get_the_startup_grace() -> None:
     clock = FakeClock()
-    coord = InProcessHub(8, clock).coordinator()
+    hub = InProcessHub(8, clock)
+    coord = hub.coordinator()
     recovered: list[str] = []
 
     async def recover(node: str, buckets: tuple[int, ...]) -> bool:
@@ -51,7 +52,8 @@ async def test_after_an_outage_missing_nodes_get_the_startup_grace() -> None:
     async def scan() -> int:
         return 0
 
-    duty = Coordinating(coord, 8, clock, grace_s=1.0, recover=recover, scan_pending=scan, startup_grace_s=10.0)
+    duty = Coordinating(coord, 8, clock, grace_s=1.0, recover=recover, requeue=hub.transport("a").requeue,
+                        scan_pending=scan, startup_grace_s=10.0)
     await coord.cas_table(None, initial(["a", "b"], 8))
     await coord.heartbeat("a", {}, 100.0)
     await coord.heartbeat("b", {}, 1.0)

@@ -193,6 +193,41 @@ async def test_claim_stale_honours_max_batches(harness: Harness) -> None:
     assert len({d.delivery_id for d in first + rest}) == 6
 
 
+async def test_requeue_sends_a_dead_readers_deliveries_again_and_leaves_the_others(harness: Harness) -> None:
+    a, b, c = harness.node("a"), harness.node("b"), harness.node("c")
+    for payload in (b"one", b"two", b"three"):
+        await a.send(5, payload)
+    read_by_b = await b.receive([5], 2, 0)
+    (read_by_c,) = await c.receive([5], 5, 0)  # read dry: nothing fresh is left in bucket 5
+    await a.send(6, b"six")
+    assert [d.payload for d in read_by_b] == [b"one", b"two"] and read_by_c.payload == b"three"
+    assert await a.requeue("b", []) == 0
+    assert await a.requeue("b", [5, 6, 7]) == 2
+    assert await a.pending_total([5]) == 3  # each payload is in the stream once
+    got = await c.receive([5], 10, 0)  # as new payloads, whoever reads the bucket gets them
+    assert [d.payload for d in got] == [b"one", b"two"]
+    assert not {d.delivery_id for d in got} & {d.delivery_id for d in read_by_b}
+    assert await b.ack(5, [d.delivery_id for d in read_by_b]) == 0  # the old deliveries are gone
+    assert await a.requeue("b", [5]) == 0 and await a.requeue("a", [5]) == 0
+    assert await c.ack(5, [read_by_c.delivery_id, *(d.delivery_id for d in got)]) == 3
+    assert [d.payload for d in await b.receive([6], 5, 0)] == [b"six"]  # another bucket: untouched
+
+
+async def test_requeue_wakes_a_blocked_receive(harness: Harness) -> None:
+    a, b = harness.node("a"), harness.node("b")
+    await a.send(13, b"p")
+    assert len(await a.receive([13], 5, 0)) == 1
+
+    async def requeue_soon() -> None:
+        await asyncio.sleep(0.05)
+        await b.requeue("a", [13])
+
+    task = asyncio.ensure_future(requeue_soon())
+    got = await b.receive([13], 5, 3.0)
+    await task
+    assert [d.payload for d in got] == [b"p"]
+
+
 async def test_receive_blocks_until_a_send(harness: Harness) -> None:
     a, b = harness.node("a"), harness.node("b")
     assert await b.receive([11], 5, 0.05) == []

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -208,3 +210,11 @@ def test_fingerprints_equals_fingerprint_of_each(texts: list[str]) -> None:
     array = fingerprints(texts)
     assert array.dtype == np.uint64
     assert array.tolist() == [fingerprint(t) for t in texts]
+
+
+def test_the_command_line_imports_without_numpy() -> None:
+    """Every command imports this module (through the CLI's parser core); numpy costs 65-110 ms of a start
+    and only the frontier and the analyses need it, so it comes with them, or with ``fingerprints``."""
+    probe = "import sys, webgather.cli; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["False"]

@@ -19,6 +19,7 @@ __all__ = [
     "MEMBERS",
     "PUBLISH_ADDRESSES",
     "READ",
+    "REQUEUE",
     "SEND",
     "TAKE_PERMITS",
     "TRY_LEASE",
@@ -104,6 +105,35 @@ for i = 1, #KEYS do
   end
 end
 return out
+"""
+
+REQUEUE = """
+-- KEYS: stream of each bucket, then ready set, bell; ARGV: group, consumer, bucket of each stream
+-- Every entry pending for the consumer (a dead reader) is sent again as SEND does and the old one
+-- acked and deleted, in one atomic step: the payload is in the stream exactly once, readable by '>'.
+local streams = #KEYS - 2
+local n = 0
+for i = 1, streams do
+  if redis.call('EXISTS', KEYS[i]) == 1 then
+    local moved = 0
+    repeat
+      local batch = redis.call('XPENDING', KEYS[i], ARGV[1], '-', '+', 1000, ARGV[2])
+      for _, p in ipairs(batch) do
+        local e = redis.call('XRANGE', KEYS[i], p[1], p[1])
+        if e[1] then redis.call('XADD', KEYS[i], '*', 'p', e[1][2][2]) end
+        redis.call('XACK', KEYS[i], ARGV[1], p[1])
+        redis.call('XDEL', KEYS[i], p[1])
+        moved = moved + 1
+      end
+    until #batch < 1000
+    if moved > 0 then
+      redis.call('SADD', KEYS[streams + 1], ARGV[i + 2])
+      redis.call('XADD', KEYS[streams + 2], 'MAXLEN', '1', '*', 'b', ARGV[i + 2])
+      n = n + moved
+    end
+  end
+end
+return n
 """
 
 GET_TABLE = """

@@ -180,6 +180,24 @@ class InProcessTransport:
                     out.append(Delivery(bucket, str(delivery_id), stream.payloads[delivery_id]))
         return out
 
+    async def requeue(self, node: str, buckets: Sequence[int]) -> int:
+        node = common.check_node(node)
+        moved = 0
+        for bucket in common.check_buckets(buckets, self.hub.n_buckets):
+            stream = self.hub.streams.get(bucket)
+            if stream is None:
+                continue
+            for delivery_id, (reader, _since) in list(stream.pending.items()):
+                if reader == node:
+                    del stream.pending[delivery_id]
+                    stream.payloads[stream.next_id] = stream.payloads.pop(delivery_id)
+                    stream.fresh.append(stream.next_id)
+                    stream.next_id += 1
+                    moved += 1
+        if moved:
+            self.hub.wake()
+        return moved
+
     async def pending_count(self, bucket: int) -> int:
         (bucket,) = common.check_buckets([bucket], self.hub.n_buckets)
         stream = self.hub.streams.get(bucket)

@@ -19,7 +19,12 @@ One tick does at most one of these, in this order:
    lock is held, so a node that stalls longer than the TTL is not torn apart), is dead. Its buckets are
    spread over the live nodes (``plan_leave``, one CAS for all dead nodes),
    then ``recover(dead, buckets)`` re-sends the dead node's state as hand-offs
-   (see ``runtime.durability.recovery``). Deaths are acted on at once, even while
+   (see ``runtime.durability.recovery``), and ``requeue(dead, other buckets)`` sends
+   again what the dead node had read and not acked in buckets it no longer owned
+   (it handed them over, or read them just before a table change): their owners
+   read those streams and would never be given entries pending for a dead reader
+   (only the ``claim_idle_s`` sweep would take them), and the crawl's end waits
+   for every stream to be empty. Deaths are acted on at once, even while
    other hand-offs are under way. Counters ``recover.wanted.<node>`` and
    ``recover.done.<node>`` let the next lease holder finish a recovery that
    its predecessor began and did not end.
@@ -41,7 +46,7 @@ One tick does at most one of these, in this order:
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from webgather.cluster.mapping import BucketTable, initial, plan_leave, plan_membership
@@ -54,11 +59,15 @@ NodeInfo = Mapping[str, Any]
 Recover = Callable[[str, tuple[int, ...]], Awaitable[bool]]
 """Re-send a dead node's buckets; False if skipped (its state is locked: alive again, or being recovered)."""
 ScanPending = Callable[[], Awaitable[int]]
+Requeue = Callable[[str, Sequence[int]], Awaitable[int]]
+"""Send again a dead node's unacked deliveries of the given buckets (``UrlTransport.requeue``)."""
 ALIVE = "alive."
 """Counter ``alive.<run>.<node>``: raised by a node when it starts during run ``<run>`` (the
 ``runs`` counter), so a new lease holder knows which nodes ran since the crawl was last started."""
 WANTED = "recover.wanted."
 DONE = "recover.done."
+REQUEUED = "requeued_deliveries"
+"""Counter: deliveries dead nodes had read and not acked in buckets they no longer owned, sent again."""
 
 
 def dead_nodes(table: BucketTable, members: Mapping[str, NodeInfo], missing_since: dict[str, float],
@@ -102,13 +111,14 @@ class Coordinating:
     """The lease holder's duty (module docstring). One object per node; ``tick`` when holding the lease."""
 
     def __init__(self, coordinator: Coordinator, n_buckets: int, clock: Clock, *, grace_s: float,
-                 recover: Recover, scan_pending: ScanPending, startup_grace_s: float = 10.0,
+                 recover: Recover, requeue: Requeue, scan_pending: ScanPending, startup_grace_s: float = 10.0,
                  alive_hint: Callable[[str], bool] | None = None) -> None:
         self.coordinator = coordinator
         self.n_buckets = n_buckets
         self.clock = clock
         self.grace_s = grace_s
         self.recover = recover
+        self.requeue = requeue
         self.scan_pending = scan_pending
         self.missing_since: dict[str, float] = {}
         self.seen: set[str] = set()
@@ -181,7 +191,9 @@ class Coordinating:
         for node in dead:
             self._event(f"node {node} dead: its {len(table.buckets_of(node))} buckets reassigned (v{new.version})")
             await self.coordinator.incr(WANTED + node)
-            await self.recover(node, table.buckets_of(node))
+            owned = table.buckets_of(node)
+            if await self.recover(node, owned):
+                await self._requeue(node, owned)
             await self.coordinator.incr(DONE + node)
             self.missing_since.pop(node, None)
 
@@ -190,7 +202,17 @@ class Coordinating:
         counters = await self.coordinator.counters()
         for node in recoveries_due(counters):
             if await self.recover(node, ()):
+                await self._requeue(node, ())
                 await self.coordinator.incr(DONE + node, counters[WANTED + node] - counters.get(DONE + node, 0))
+
+    async def _requeue(self, dead: str, owned: Sequence[int]) -> None:
+        """The dead node's unacked deliveries outside ``owned`` (its buckets, whose takers claim them)
+        go back to their streams for the buckets' owners."""
+        mine = set(owned)
+        moved = await self.requeue(dead, [b for b in range(self.n_buckets) if b not in mine])
+        if moved:
+            await self.coordinator.incr(REQUEUED, moved)
+            self._event(f"node {dead}: {moved} unacked deliveries of buckets it no longer owned sent again")
 
     async def _termination(self, table: BucketTable, members: Mapping[str, NodeInfo]) -> None:
         coord = self.coordinator

@@ -303,6 +303,13 @@ class RedisTransport:
         flat = await self.backend.run("CLAIM", keys, [GROUP, self.node, idle_ms, max_batches, *wanted])
         return _deliveries(flat)
 
+    async def requeue(self, node: str, buckets: Sequence[int]) -> int:
+        wanted = common.check_buckets(buckets, self.backend.n_buckets)
+        if not wanted:
+            return 0
+        keys = [*(self.keys.stream(b) for b in wanted), self.keys.ready, self.keys.bell]
+        return int(await self.backend.run("REQUEUE", keys, [GROUP, common.check_node(node), *wanted]))
+
     async def pending_count(self, bucket: int) -> int:
         (bucket,) = common.check_buckets([bucket], self.backend.n_buckets)
         with self.backend.errors():

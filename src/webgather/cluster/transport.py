@@ -110,6 +110,12 @@ class UrlTransport(Protocol):
         ``min_idle_s`` seconds ago and never acked. Their idle time restarts."""
         ...
 
+    async def requeue(self, node: str, buckets: Sequence[int]) -> int:
+        """Send again every payload of ``buckets`` pending for ``node`` (a dead reader: what it
+        read and never acked), as a new payload of its bucket that the next ``receive`` delivers,
+        and delete the old one (atomically per bucket); returns how many. Others' deliveries stay."""
+        ...
+
     async def pending_count(self, bucket: int) -> int:
         """Payloads of ``bucket`` not yet acked: never delivered plus delivered."""
         ...

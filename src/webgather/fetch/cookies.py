@@ -40,6 +40,7 @@ import ipaddress
 import json
 import logging
 import os
+import threading
 import time
 import urllib.request
 from collections import OrderedDict
@@ -60,7 +61,21 @@ log = logging.getLogger(__name__)
 
 MAX_COOKIE_BYTES = 4096
 """Name plus value of one cookie at most (RFC 6265 6.1's minimum a user agent supports)."""
-_PSL = PublicSuffixList()
+_suffix_list: PublicSuffixList | None = None
+_suffix_list_lock = threading.Lock()
+
+
+def _suffixes() -> PublicSuffixList:
+    """The public-suffix list, built on first use: building it costs 40-50 ms of CPU, which every
+    process start (each worker's too) paid at import, cookies or not. Built once even when threads race."""
+    global _suffix_list
+    built = _suffix_list
+    if built is None:
+        with _suffix_list_lock:
+            if _suffix_list is None:
+                _suffix_list = PublicSuffixList()
+            built = _suffix_list
+    return built
 
 
 def _is_ip(host: str) -> bool:
@@ -78,7 +93,7 @@ def site_of(host: str) -> str:
     host = host.lower().rstrip(".")
     if _is_ip(host):
         return host
-    return _PSL.privatesuffix(host) or host
+    return _suffixes().privatesuffix(host) or host
 
 
 class _Policy(DefaultCookiePolicy):
@@ -94,7 +109,7 @@ class _Policy(DefaultCookiePolicy):
             return True
         domain = cookie.domain.lstrip(".").lower()
         host = (request.host or "").partition(":")[0].lower()
-        return domain == host or not _PSL.is_public(domain)
+        return domain == host or not _suffixes().is_public(domain)
 
 
 class _Response:
@@ -135,6 +150,8 @@ class CrawlCookies:
 
     def header(self, url: str) -> str | None:
         """The ``Cookie`` header a request for ``url`` carries, or None."""
+        if not self._shards:  # no site set one yet: no need for the public-suffix list
+            return None
         shard = self._shards.get(site_of(_hostname(url)))
         if shard is None:
             return None
@@ -242,6 +259,8 @@ class CrawlCookies:
 
     def forget_host(self, host: str) -> int:
         """Drop ``host``'s host-only cookies (its bucket went to another node); how many."""
+        if not self._shards:
+            return 0
         name = _hostname("http://" + host + "/")
         site = site_of(name)
         shard = self._shards.get(site)

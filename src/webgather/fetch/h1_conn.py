@@ -142,6 +142,8 @@ class Connection(asyncio.Protocol):
         """How the connection ended in ENDED_EARLY, if the event loop has said so: replayed after the answer."""
         self._max_body_bytes = max_body_bytes
         self._transport: asyncio.Transport | None = None
+        self._poller: select.poll | None = None
+        """The socket registered for reading, from the first :meth:`has_unread_bytes` until the transport closes."""
         self._done: asyncio.Future[None] | None = None
         self._sink: Sink | None = None
         self._buffer = bytearray()
@@ -212,6 +214,7 @@ class Connection(asyncio.Protocol):
         return False  # close our side too: HTTP/1.1 has no use for a half-open connection
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._poller = None
         state = self._state
         if state is FRESH or state is ENDED_EARLY:
             if self._early:  # the answer came, then the end: both for the request about to go out
@@ -250,17 +253,20 @@ class Connection(asyncio.Protocol):
             self._to(ENDED_EARLY if self._early else CLOSED)
         elif self._state is not ENDED_EARLY and self._state not in _GONE:
             self._to(CLOSED)
-        if self._transport is not None:
-            self._transport.close()
+        self._close_transport()
 
     def has_unread_bytes(self) -> bool:
         """The socket holds bytes (or an end) the event loop has not delivered yet: checked before a
         kept-alive connection carries another request, as a response there would predate it."""
-        sock = self._transport.get_extra_info("socket") if self._transport is not None else None
-        if sock is None:
-            return False
-        poller = select.poll()
-        poller.register(sock.fileno(), select.POLLIN)
+        poller = self._poller
+        if poller is None:  # one per connection, not per check (3.2 us each; a poll on a kept one is 1.1 us)
+            sock = self._transport.get_extra_info("socket") if self._transport is not None else None
+            if sock is None or sock.fileno() < 0:  # none, or closed already: nothing more will come
+                return False
+            poller = select.poll()
+            poller.register(sock.fileno(), select.POLLIN)
+            if self._transport is not None and not self._transport.is_closing():
+                self._poller = poller  # kept only while open: a closed socket's number may go to another
         return bool(poller.poll(0))
 
     async def settle(self, seconds: float) -> None:
@@ -292,10 +298,14 @@ class Connection(asyncio.Protocol):
     def _stray(self) -> None:
         if self._state is not STRAY:
             self._to(STRAY)
-        if self._transport is not None:
-            self._transport.close()
+        self._close_transport()
         if self._settling is not None:
             _wake(self._settling)
+
+    def _close_transport(self) -> None:
+        self._poller = None  # its socket's number is free for another once the transport lets it go
+        if self._transport is not None:
+            self._transport.close()
 
     def _read_head(self, data: bytes) -> None:
         buffer: bytes | bytearray = data
@@ -389,8 +399,7 @@ class Connection(asyncio.Protocol):
         done, self._done, self._sink = self._done, None, None
         if self._state not in _GONE:
             self._to(CLOSED)
-        if self._transport is not None:
-            self._transport.close()
+        self._close_transport()
         if done is not None and not done.done():
             done.set_exception(exc)
 

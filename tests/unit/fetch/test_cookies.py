@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -109,3 +112,41 @@ def test_save_and_load_keep_every_rule_and_a_bad_file_is_left_out(tmp_path: Path
     assert again.load(tmp_path / "absent.json") == 0
     (tmp_path / "bad.json").write_text("{not json")
     assert again.load(tmp_path / "bad.json") == 0 and "not read" in caplog.text
+
+
+_COUNT_BUILDS = textwrap.dedent("""
+    import threading, time
+    import publicsuffixlist
+
+    builds = []
+    real_init = publicsuffixlist.PublicSuffixList.__init__
+
+    def counted(self, *args, **kwargs):
+        builds.append(1)
+        time.sleep(0.05)  # widen the window in which racing threads could each build one
+        real_init(self, *args, **kwargs)
+
+    publicsuffixlist.PublicSuffixList.__init__ = counted
+    from webgather.fetch import cookies
+    at_import = len(builds)
+    empty = cookies.CrawlCookies()
+    assert empty.header("http://www.site.co.uk/") is None and empty.forget_host("www.site.co.uk") == 0
+    with_none_set = len(builds)
+    hosts = [f"www.site{i}.co.uk" for i in range(8)]
+    found = {}
+    threads = [threading.Thread(target=lambda h=h: found.update({h: cookies.site_of(h)})) for h in hosts]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert found == {h: h[4:] for h in hosts}, found
+    print(at_import, with_none_set, len(builds))
+""")
+
+
+def test_the_public_suffix_list_is_built_on_first_use_and_once_across_threads() -> None:
+    """Building the list costs 40-50 ms of CPU: a process that imports the module (every worker's start)
+    or asks an empty jar for a request's header does not pay it, and threads racing to the first lookup
+    build it once."""
+    out = subprocess.run([sys.executable, "-c", _COUNT_BUILDS], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.split() == ["0", "0", "1"]

@@ -104,6 +104,9 @@ class HeldAcks:
     async def claim_stale(self, buckets: Sequence[int], min_idle_s: float, max_batches: int = 1000) -> list[Delivery]:
         return await self.inner.claim_stale(buckets, min_idle_s, max_batches)
 
+    async def requeue(self, node: str, buckets: Sequence[int]) -> int:
+        return await self.inner.requeue(node, buckets)
+
     async def pending_count(self, bucket: int) -> int:
         return await self.inner.pending_count(bucket)
 

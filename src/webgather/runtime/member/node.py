@@ -167,7 +167,8 @@ class ClusterNode:
                           transport=self.transport, coordinator=self.coordinator)
         return Coordinating(self.coordinator, cluster.n_buckets, parts.clock,
                             grace_s=cluster.heartbeat_s + cluster.lease_margin_s,
-                            recover=self._recovering(recover), scan_pending=self._scan_pending,
+                            recover=self._recovering(recover), requeue=self.transport.requeue,
+                            scan_pending=self._scan_pending,
                             startup_grace_s=max(STARTUP_GRACE_S, 3 * cluster.member_ttl_s),
                             alive_hint=lambda node: lock_held(nodes_dir / node))
 
