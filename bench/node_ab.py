@@ -6,7 +6,7 @@ the same nginx (bench/vs_scrapy.py's export and config), crawled in turn by
 of the environment is this venv), round after round, then the medians of
 pages/s, CPU ms per page and peak RSS per variant, each variant's CPU
 ratio to the first one (of the medians) and the median of its per-round ratios
-(``paired``: each round's runs follow one another, so a shared machine's load
+of CPU per page and of pages/s (``paired``: each round's runs follow one another, so a shared machine's load
 weighs on both sides of a pair alike; the figure to quote when the machine is busy).
 The load average is printed at the start and the end.
 
@@ -95,7 +95,7 @@ def run_variant(variant: Variant, args: argparse.Namespace, seed: str, resolve: 
 
 def report(variants: list[Variant]) -> str:
     lines = ["variant        pages  pages/s  CPU ms/page (runs)                      peak RSS MiB  CPU ratio"
-             "  paired  99 % s  last s"]
+             "  paired  pages/s paired  99 % s  last s"]
     base_cpu = None
     for v in variants:
         ok = [r for r in v.runs if r.ok and r.pages]
@@ -108,7 +108,7 @@ def report(variants: list[Variant]) -> str:
         lines.append(f"{v.name:<12} {ok[0].pages:>7} {statistics.median(r.pages_per_s for r in ok):>8.1f}"
                      f"  {cpu:.3f} ({each}){'':<{max(0, 26 - len(each))}}"
                      f"  {statistics.median(r.peak_rss_mib for r in ok):>10.1f}  {cpu / base_cpu:.3f}"
-                     f"  {paired_ratio(v, variants[0])}"
+                     f"  {paired_ratio(v, variants[0])}  {paired_speed(v, variants[0]):>14}"
                      f"  {_median_s([r.pages_99_s for r in ok]):>6}  {_median_s([r.last_page_s for r in ok]):>6}")
     return "\n".join(lines)
 
@@ -116,6 +116,13 @@ def report(variants: list[Variant]) -> str:
 def paired_ratio(variant: Variant, first: Variant) -> str:
     """The median over rounds of ``variant``'s CPU per page over ``first``'s in the same round."""
     ratios = [r.cpu_ms_per_page / f.cpu_ms_per_page for r, f in zip(variant.runs, first.runs)
+              if r.ok and f.ok and r.pages and f.pages]
+    return f"{statistics.median(ratios):.3f}" if ratios else "  -  "
+
+
+def paired_speed(variant: Variant, first: Variant) -> str:
+    """The median over rounds of ``variant``'s pages/s over ``first``'s in the same round."""
+    ratios = [r.pages_per_s / f.pages_per_s for r, f in zip(variant.runs, first.runs)
               if r.ok and f.ok and r.pages and f.pages]
     return f"{statistics.median(ratios):.3f}" if ratios else "  -  "
 
@@ -165,6 +172,8 @@ def main() -> int:
     servers_conf, port, resolve, config, seed = prepare_web(args)
     variants: list[Variant] = args.variant
     apply_env(variants, args.env)
+    for variant in variants:  # as installed: no run pays for compiling (vs_scrapy.byte_compile)
+        vs.byte_compile(variant.tree / "webgather")
     print(load_line("at the start"), flush=True)
     with vs.nginx(servers_conf, args.work / "nginx", port, "127.0.1.1"):
         for round_no in range(args.rounds):

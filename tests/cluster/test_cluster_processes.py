@@ -27,6 +27,8 @@ def _worker_pid(parent: int, node: str) -> int | None:
     for pid in children(parent):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if Path(f"/proc/{pid}/comm").read_text().strip() == f"wg-{node}":  # forked from the parent
+                return pid
         except OSError:
             continue
         if b"node" in argv and b"--node-id" in argv and argv[argv.index(b"--node-id") + 1] == node.encode():

@@ -17,6 +17,7 @@ __all__ = [
     "LEASE_CHECK",
     "LEAVE",
     "MEMBERS",
+    "PENDING_TOTAL",
     "PUBLISH_ADDRESSES",
     "READ",
     "REQUEUE",
@@ -80,6 +81,15 @@ for i = 2, #ARGV do
     redis.call('XDEL', KEYS[1], ARGV[i])
     n = n + 1
   end
+end
+return n
+"""
+
+PENDING_TOTAL = """
+-- KEYS: stream of each bucket; entries not acked yet, summed here (one round trip, not one per bucket)
+local n = 0
+for i = 1, #KEYS do
+  n = n + redis.call('XLEN', KEYS[i])
 end
 return n
 """

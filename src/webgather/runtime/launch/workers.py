@@ -39,7 +39,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import IO, Any, Protocol
 
 from webgather.cluster import definition as definitions
 from webgather.cluster.embedded import EmbeddedRedis
@@ -49,6 +49,7 @@ from webgather.config import REDIS_URL_ENV, CrawlConfig
 from webgather.errors import BackendUnavailable, ClusterError
 from webgather.clock import SystemClock
 from webgather.runtime.launch.cluster import start_crawl, start_cycle
+from webgather.runtime.launch.forked import ForkedCommand, can_fork, preload
 from webgather.store.crawllog import read_crawl_log
 from webgather.runtime.durability.losses import loss_text
 from webgather.runtime.metrics.node import worker_metrics
@@ -246,12 +247,29 @@ def _restart_if_dead(server: EmbeddedRedis | None) -> None:
         _log.error(f"webgather: cannot restart the embedded Redis: {exc}")
 
 
+class _Process(Protocol):
+    """A running worker: a ``subprocess.Popen`` or a :class:`~webgather.runtime.launch.forked.ForkedCommand`."""
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self) -> int: ...
+
+    def send_signal(self, signum: int) -> None: ...
+
+    def kill(self) -> None: ...
+
+
 def _run_processes(commands: list[list[str]], out: Path, nodes: list[str], supervise: Callable[[], None] = lambda: None,
                    env: dict[str, str] | None = None) -> tuple[list[int | None], bool]:
     """Run the workers to their end; their exit codes, and whether a signal (Ctrl-C) stopped them
-    (passed on to each as SIGINT: they stop keeping their state, and their summaries are merged as usual)."""
-    procs: list[subprocess.Popen[bytes]] = []
-    logs = []
+    (passed on to each as SIGINT: they stop keeping their state, and their summaries are merged as usual).
+    From a process with one thread each worker is forked from this one (:mod:`~webgather.runtime.launch.forked`:
+    it imports nothing); otherwise it is ``python -m webgather node`` in a new interpreter."""
+    procs: list[_Process] = []
+    logs: list[IO[bytes]] = []
     interrupted = []
 
     def forward(signum: int, _frame: FrameType | None) -> None:
@@ -260,6 +278,7 @@ def _run_processes(commands: list[list[str]], out: Path, nodes: list[str], super
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
 
+    fork = can_fork()
     # only the main thread may set handlers (the Python API runs this in a thread under run_async):
     # elsewhere a terminal's Ctrl-C reaches the workers of its process group itself
     in_main = threading.current_thread() is threading.main_thread()
@@ -269,9 +288,8 @@ def _run_processes(commands: list[list[str]], out: Path, nodes: list[str], super
             node_dir = out / "nodes" / node
             node_dir.mkdir(parents=True, exist_ok=True)
             log = (node_dir / "node.log").open("ab")
+            procs.append(_start_worker(command, log, env, node, logs, fork))
             logs.append(log)
-            procs.append(subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                          env=env))
         _wait_processes(procs, interrupted, supervise)
     finally:
         for sig, handler in old.items():
@@ -280,12 +298,24 @@ def _run_processes(commands: list[list[str]], out: Path, nodes: list[str], super
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-        for log in logs:
-            log.close()
+        for each in logs:
+            each.close()
     return [p.returncode for p in procs], bool(interrupted)
 
 
-def _wait_processes(procs: list[subprocess.Popen[bytes]], interrupted: list[int],
+def _start_worker(command: list[str], log: IO[bytes], env: dict[str, str] | None, node: str,
+                  others: list[IO[bytes]], fork: bool) -> _Process:
+    """``command`` (a :func:`node_command`): in a child forked from this process, or a new interpreter."""
+    if not fork:
+        return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+    prefix = [sys.executable, "-m", "webgather"]
+    if command[:3] != prefix:
+        raise ClusterError(f"not a webgather command: {command[:3]}")
+    preload()
+    return ForkedCommand(command[3:], log, env if env is not None else dict(os.environ), f"wg-{node}", others)
+
+
+def _wait_processes(procs: list[_Process], interrupted: list[int],
                     supervise: Callable[[], None]) -> None:
     """Until every worker has exited, or STOP_TIMEOUT_S after an interrupt (the caller kills the rest)."""
     stop_by = None
