@@ -71,6 +71,8 @@ ASSIGN_ALLOWED: dict[tuple[str, str], str] = {
     ("analysis/graphops.py", "matrix"): FOREIGN + ": a scipy CSR matrix's index arrays narrowed to int32",
     ("fetch/h1_client.py", "self._tls"): FOREIGN + ": an ssl.SSLContext made here (verification off on request)",
     ("runtime/metrics/export.py", "thread"): FOREIGN + ": a threading.Thread's name, before it starts",
+    ("runtime/launch/forked.py", "sys"): FOREIGN + ": a forked worker's sys.stdout, stderr and argv, set as a new "
+                                               "interpreter's would be",
     ("fetch/via_aiohttp.py", "protocol"): "aiohttp's response protocol: its read is wrapped to count 1xx heads "
                                           "(no public hook for them)",
     ("fetch/via_aiohttp.py", "self._session"): "aiohttp's hidden re-send of a request on a dropped connection, "
@@ -95,6 +97,10 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
                                                 "(a host's cookies handed off with its bucket)",
     ("fetch/via_aiohttp.py", "self._connector._acquired"): FOREIGN + ": aiohttp's connections in use "
                                                            "(no public count)",
+    ("runtime/launch/forked.py", "atexit._clear"): FOREIGN + ": CPython has no public way to drop the parent's atexit "
+                                                         "handlers in a forked child",
+    ("runtime/launch/forked.py", "atexit._run_exitfuncs"): FOREIGN + ": CPython has no public way to run the atexit "
+                                                                 "handlers before os._exit",
     ("_entry.py", "atexit._run_exitfuncs"): FOREIGN + ": CPython has no public way to run the atexit handlers "
                                             "before os._exit (an interrupted process ends through it)",
     ("testweb/server.py", "server._ids"): "the test server's connection protocol, a friend class in its module",
