@@ -49,7 +49,7 @@ from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Protocol
 
-from webgather.cluster.handoff import Action, Ownership, Transition
+from webgather.cluster.handoff import Action, Ownership, Transition, releases
 from webgather.cluster.router import Router, send_many, send_retrying
 from webgather.cluster.transport import Delivery, UrlTransport
 from webgather.cluster.wire import Handoff, Message, UrlBatch, decode, encode_handoff
@@ -282,12 +282,50 @@ class BucketKeeper:
 
     async def _claim_from_dead(self, gained: tuple[int, ...]) -> None:
         """Gained buckets whose previous owner is dead: take its unacked deliveries now (one call)."""
-        buckets = [b for b in gained if b in self.ownership.awaiting
-                   and self.ownership.awaiting[b].expected not in self.alive]
-        if not buckets:
-            return
         async with self.lock:
-            self.ownership.reclaimed(buckets, await self._claim(buckets))
+            acks = await self._settle_gone(gained)
+        await self._ack(acks)
+
+    async def claim_from_gone(self) -> None:
+        """At each beat: awaited buckets whose expected sender left the members since it was last seen
+        (:meth:`Ownership.unclaimed_gone`): take its unacked deliveries; its hand-off among them releases."""
+        buckets = self.ownership.unclaimed_gone(self.alive)
+        if buckets:
+            async with self.lock:
+                acks = await self._settle_gone(buckets)
+            await self._ack(acks)
+
+    async def _settle_gone(self, buckets: Iterable[int]) -> dict[int, list[str]]:
+        """Claim the unacked deliveries of the awaited ``buckets`` whose expected sender is not alive (the
+        lock held): they lead what each bucket holds. The awaited hand-off may be among them: a sender reads
+        its own hand-offs back when a receive it began before it lost the bucket is woken by their sends,
+        and a node that then leaves (or dies) before it passed them on leaves them pending under its name.
+        Such a hand-off releases its bucket now, as if it had just come; returns the acks of what was done."""
+        acks: dict[int, list[str]] = defaultdict(list)
+        wanted = [b for b in buckets if b in self.ownership.awaiting
+                  and self.ownership.awaiting[b].expected not in self.alive]
+        if not wanted:
+            return acks
+        self.ownership.reclaimed(wanted, await self._claim(wanted))
+        for bucket in wanted:
+            found = self._held_handoff(bucket)
+            if found is not None:
+                for done in await self._release(bucket, *found):
+                    acks[done.bucket].append(done.delivery_id)
+        return acks
+
+    def _held_handoff(self, bucket: int) -> tuple[Delivery, Handoff] | None:
+        """The first held delivery of awaited ``bucket`` that is a hand-off releasing it, taken out of held."""
+        waiting = self.ownership.awaiting[bucket]
+        for k, delivery in enumerate(waiting.held):
+            try:
+                message = decode(delivery.payload)
+            except ClusterError:
+                continue  # counted and logged once, when it is applied with the rest
+            if isinstance(message, Handoff) and releases(waiting, message.sender, self.alive):
+                del waiting.held[k]
+                return delivery, message
+        return None
 
     async def _ack(self, acks: dict[int, list[str]]) -> None:
         """Flush the frontier (what is acked must be on disk), then ack."""
@@ -302,9 +340,11 @@ class BucketKeeper:
             await asyncio.gather(*(self.transport.ack(b, ids) for b, ids in pending[start:start + ACK_CONCURRENCY]))
 
     async def release_overdue(self, buckets: Iterable[int]) -> None:
-        """Awaited buckets whose dead owner's state never came: start them empty."""
+        """Awaited buckets whose dead owner's state never came: start them empty (``handoff_timeouts``),
+        unless its hand-off is among its unacked deliveries (:meth:`_settle_gone`): released by it."""
+        buckets = list(buckets)
         async with self.lock:
-            acks: dict[int, list[str]] = defaultdict(list)
+            acks = await self._settle_gone(buckets)
             for bucket in buckets:
                 if bucket in self.ownership.awaiting:
                     self.counts["handoff_timeouts"] += 1

@@ -406,6 +406,7 @@ class ClusterNode:
         members = await coord.members()
         self.keeper.members_alive(members)
         await self._read_table()
+        await self.keeper.claim_from_gone()  # a sender that left may have left its hand-off pending: take it
         now = self.parts.clock.monotonic()
         overdue = self.ownership.overdue(now, self.cfg.handoff_timeout_s, self.keeper.alive)
         if overdue:
@@ -458,7 +459,7 @@ class ClusterNode:
         owns = table is not None and self.node_id in table.owners
         if not others:
             self.stop("stopped: last node")
-        elif not owns and self.ownership.applied() and self.crawl.idle():
+        elif not owns and self.keeper.idle() and self.crawl.idle():  # idle: no delivery read and not yet passed on
             self.stop("left")
 
     def _recovering(self, recover: Any) -> Any:
