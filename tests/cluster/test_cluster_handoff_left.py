@@ -60,9 +60,10 @@ class _Taker:
         await self.keeper.process(await self.transport.receive([self.bucket], 10, 0))
 
 
-async def _setup(handed_over: bool) -> tuple[_Taker, InProcessCoordinator, list[CrawlItem]]:
-    """x1 owned ``bucket`` (a queued page, a fetched one); if ``handed_over``, it sent its hand-off and read
-    it back before it left. w0 adopted v2 while x1 was alive, then read a link sent to the bucket since."""
+async def _setup(handed_over: bool, read_back: bool = True) -> tuple[_Taker, InProcessCoordinator, list[CrawlItem]]:
+    """x1 owned ``bucket`` (a queued page, a fetched one); if ``handed_over``, it sent its hand-off (and
+    read it back before it left if ``read_back``). w0 adopted v2 while x1 was alive, then read a link sent
+    to the bucket since (its receive loop saw nothing else of the bucket before x1 left)."""
     v1 = initial(["w0", "x1"], M)
     bucket = next(b for b in range(M) if v1.owners[b] == "x1" and plan_leave(v1, "x1").owners[b] == "w0")
     hosts = [f"h{i}.test" for i in range(10_000) if bucket_of(f"h{i}.test", M) == bucket][:2]
@@ -75,27 +76,31 @@ async def _setup(handed_over: bool) -> tuple[_Taker, InProcessCoordinator, list[
         taken, _ = state.next_ready(0.0)
         assert taken is not None and taken.url == fetched.url
         state.complete(taken, 1.0)
-        await giver.send(bucket, encode_handoff("x1", 1, state.export_bucket(bucket)))
-        assert len(await giver.receive([bucket], 10, 0)) == 1  # its old receive read it back; it left unacked
+        handoff = encode_handoff("x1", 1, state.export_bucket(bucket))
     taker = _Taker(hub, bucket, transition_at=1.0)
     taker.keeper.members_alive({"w0", "x1"})
     await taker.keeper.on_transition(taker.transition)  # x1 alive: nothing to claim yet
     await hub.transport("w1").send(bucket, encode_batch("w1", 1, [linked]))
     await taker.receive()  # the link is held behind the awaited hand-off
+    if handed_over:
+        await giver.send(bucket, handoff)
+        if read_back:
+            assert len(await giver.receive([bucket], 10, 0)) == 1  # its old receive read it back; left unacked
     assert not taker.ownership.is_ready(bucket) and taker.ownership.awaiting[bucket].held
     taker.keeper.members_alive({"w0"})  # x1 left the membership
     return taker, hub.coordinator(), [fetched, queued, linked]
 
 
-@pytest.mark.parametrize("found_at", ["next beat", "hand-off timeout"])
+@pytest.mark.parametrize("found_at", ["next beat", "hand-off timeout", "hand-off timeout, never delivered"])
 async def test_the_hand_off_a_leaver_read_back_releases_its_bucket_and_is_no_loss(found_at: str) -> None:
-    taker, coordinator, items = await _setup(handed_over=True)
+    """Never delivered: the taker's receive loop, starved (a loaded machine), had not read it yet."""
+    taker, coordinator, items = await _setup(handed_over=True, read_back="never" not in found_at)
     bucket, keeper = taker.bucket, taker.keeper
     if found_at == "next beat":  # what the beat does first: claim what a sender that left holds
         await keeper.claim_from_gone()
         assert taker.ownership.is_ready(bucket), "waited for a hand-off that was pending under the leaver's name"
     due = bucket in taker.ownership.overdue(1.0 + TIMEOUT_S, TIMEOUT_S, keeper.alive)  # x1's other buckets too
-    assert due == (found_at == "hand-off timeout")
+    assert due == found_at.startswith("hand-off timeout")
     await release_overdue(keeper, coordinator, [bucket] if due else [])
     assert taker.ownership.is_ready(bucket)
     assert (await coordinator.counters()).get("buckets_started_empty", 0) == 0

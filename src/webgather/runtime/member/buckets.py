@@ -295,18 +295,27 @@ class BucketKeeper:
                 acks = await self._settle_gone(buckets)
             await self._ack(acks)
 
-    async def _settle_gone(self, buckets: Iterable[int]) -> dict[int, list[str]]:
+    async def _settle_gone(self, buckets: Iterable[int], read_new: bool = False) -> dict[int, list[str]]:
         """Claim the unacked deliveries of the awaited ``buckets`` whose expected sender is not alive (the
-        lock held): they lead what each bucket holds. The awaited hand-off may be among them: a sender reads
-        its own hand-offs back when a receive it began before it lost the bucket is woken by their sends,
-        and a node that then leaves (or dies) before it passed them on leaves them pending under its name.
-        Such a hand-off releases its bucket now, as if it had just come; returns the acks of what was done."""
+        lock held): they lead what each bucket holds (``read_new``: and those never delivered yet, read
+        now, not left to the receive loop). The awaited hand-off may be among them: a sender reads its own
+        hand-offs back when a receive it began before it lost the bucket is woken by their sends, and a node
+        that then leaves (or dies) before it passed them on leaves them pending under its name. Such a
+        hand-off releases its bucket now, as if it had just come; returns the acks of what was done."""
         acks: dict[int, list[str]] = defaultdict(list)
         wanted = [b for b in buckets if b in self.ownership.awaiting
                   and self.ownership.awaiting[b].expected not in self.alive]
         if not wanted:
             return acks
-        self.ownership.reclaimed(wanted, await self._claim(wanted))
+        claimed = await self._claim(wanted)
+        while read_new:
+            fresh = await self.transport.receive(wanted, MAX_BATCHES, 0)
+            if self.prepare is not None:
+                await self.prepare(fresh)
+            for delivery in fresh:
+                claimed[delivery.bucket].append(delivery)
+            read_new = len(fresh) >= MAX_BATCHES
+        self.ownership.reclaimed(wanted, claimed)
         for bucket in wanted:
             found = self._held_handoff(bucket)
             if found is not None:
@@ -341,10 +350,11 @@ class BucketKeeper:
 
     async def release_overdue(self, buckets: Iterable[int]) -> None:
         """Awaited buckets whose dead owner's state never came: start them empty (``handoff_timeouts``),
-        unless its hand-off is among its unacked deliveries (:meth:`_settle_gone`): released by it."""
+        unless the hand-off is in the bucket's stream, unacked or never delivered (:meth:`_settle_gone`):
+        then it releases the bucket."""
         buckets = list(buckets)
         async with self.lock:
-            acks = await self._settle_gone(buckets)
+            acks = await self._settle_gone(buckets, read_new=True)
             for bucket in buckets:
                 if bucket in self.ownership.awaiting:
                     self.counts["handoff_timeouts"] += 1
