@@ -30,7 +30,12 @@ deliveries first (``claim_stale`` with no idle time), imports the state, then
 applies claimed and held deliveries in that order, the hand-offs among them
 before the URL batches (a batch applied first would queue again the pages whose
 seen keys the hand-off brings). Imported hosts with queued items come up for
-dispatch once their handed-over wait has passed.
+dispatch once their handed-over wait has passed. A sender that leaves the members
+while a bucket awaits it has its unacked deliveries of the bucket claimed at the next
+beat (:meth:`BucketKeeper.claim_from_gone`): its own hand-off may be among them (read
+back by a receive it began before it lost the bucket, and never passed on), and releases
+the bucket; at ``handoff_timeout_s`` the bucket's never-read entries are looked at too,
+so a bucket starts empty only when its state is nowhere in its stream.
 
 Robots rules and cookies move with the bucket: the exported state carries its
 hosts' settled robots state (with the seconds it stays fresh) and cookies
