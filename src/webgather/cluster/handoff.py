@@ -41,7 +41,7 @@ from webgather.cluster.mapping import BucketTable
 from webgather.cluster.transport import Delivery
 from webgather.errors import ClusterError
 
-__all__ = ["Action", "Awaiting", "Ownership", "Transition"]
+__all__ = ["Action", "Awaiting", "Ownership", "Transition", "releases"]
 
 
 class Action(Enum):
@@ -67,6 +67,12 @@ class Awaiting:
     """When ``expected`` was first seen missing from the members (None: alive, or not seen missing)."""
     restored: bool = False
     """Its state was re-sent from ``expected``'s checkpoint (:meth:`Ownership.restored`)."""
+
+
+def releases(waiting: Awaiting, sender: str, alive: set[str]) -> bool:
+    """A hand-off from ``sender`` releases the bucket awaited as ``waiting``: it is the expected sender's,
+    or a node's that is no longer alive (a dead node's state re-sent under its id)."""
+    return waiting.expected is None or sender == waiting.expected or sender not in alive
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,12 +140,26 @@ class Ownership:
 
     def reclaimed(self, buckets: list[int], deliveries: dict[int, list[Delivery]]) -> None:
         """The dead previous owners' unacked deliveries of ``buckets`` were re-claimed: they lead
-        what each bucket still awaited holds, and are not claimed again at its release."""
+        what each bucket still awaited holds (once each: a claim returns this node's own held ones
+        too), and are not claimed again at its release."""
         for bucket in buckets:
             waiting = self.awaiting.get(bucket)
             if waiting is not None:
-                waiting.held[:0] = deliveries.get(bucket, [])
+                claimed = deliveries.get(bucket, [])
+                ids = {d.delivery_id for d in claimed}
+                waiting.held[:] = [*claimed, *(d for d in waiting.held if d.delivery_id not in ids)]
                 waiting.claimed = True
+
+    def unclaimed_gone(self, alive: set[str]) -> list[int]:
+        """Awaited buckets whose expected sender is not alive and whose unacked deliveries were not
+        claimed since it was last seen alive (a sender seen alive again may read more before it goes)."""
+        out = []
+        for bucket, waiting in sorted(self.awaiting.items()):
+            if waiting.expected is not None and waiting.expected in alive:
+                waiting.claimed = False
+            elif not waiting.claimed:
+                out.append(bucket)
+        return out
 
     def handed_over(self, bucket: int) -> None:
         """The bucket's state was sent and dropped."""
@@ -149,8 +169,7 @@ class Ownership:
         """What to do with ``delivery`` (``handoff_sender``: its sender if it is a hand-off)."""
         waiting = self.awaiting.get(delivery.bucket)
         if waiting is not None:
-            if handoff_sender is not None and (waiting.expected is None or handoff_sender == waiting.expected
-                                               or handoff_sender not in alive):
+            if handoff_sender is not None and releases(waiting, handoff_sender, alive):
                 return Action.RELEASE
             waiting.held.append(delivery)
             return Action.HOLD

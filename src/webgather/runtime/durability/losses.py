@@ -7,8 +7,10 @@ and host clocks are lost, ``runtime.durability.recovery``, ``runtime.durability.
 a node that died before its first checkpoint is no loss, its streams hold
 everything it had) and ``buckets_started_empty`` (without a shared store, a
 bucket taken from a dead node whose state did not arrive within
-``handoff_timeout_s``; a late hand-off is still merged. With a store such a
-bucket is restored from the node's checkpoints and streams, never started empty). Every node reads the counters at every beat and
+``handoff_timeout_s`` and is not in the bucket's stream either, un-acked or
+never read: ``BucketKeeper.release_overdue``; a late hand-off is still merged.
+With a store such a bucket is restored from the node's checkpoints and streams,
+never started empty). Every node reads the counters at every beat and
 logs one ERROR line when they grow (:class:`Losses`); the node's summary
 and ``webgather cluster status`` show them, and the node, ``crawl --redis`` and
 ``crawl --workers`` exit with :data:`EXIT_DATA_LOST` instead of 0 when the crawl

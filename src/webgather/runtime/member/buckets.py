@@ -30,7 +30,12 @@ deliveries first (``claim_stale`` with no idle time), imports the state, then
 applies claimed and held deliveries in that order, the hand-offs among them
 before the URL batches (a batch applied first would queue again the pages whose
 seen keys the hand-off brings). Imported hosts with queued items come up for
-dispatch once their handed-over wait has passed.
+dispatch once their handed-over wait has passed. A sender that leaves the members
+while a bucket awaits it has its unacked deliveries of the bucket claimed at the next
+beat (:meth:`BucketKeeper.claim_from_gone`): its own hand-off may be among them (read
+back by a receive it began before it lost the bucket, and never passed on), and releases
+the bucket; at ``handoff_timeout_s`` the bucket's never-read entries are looked at too,
+so a bucket starts empty only when its state is nowhere in its stream.
 
 Robots rules and cookies move with the bucket: the exported state carries its
 hosts' settled robots state (with the seconds it stays fresh) and cookies
@@ -49,7 +54,7 @@ from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Protocol
 
-from webgather.cluster.handoff import Action, Ownership, Transition
+from webgather.cluster.handoff import Action, Ownership, Transition, releases
 from webgather.cluster.router import Router, send_many, send_retrying
 from webgather.cluster.transport import Delivery, UrlTransport
 from webgather.cluster.wire import Handoff, Message, UrlBatch, decode, encode_handoff
@@ -282,12 +287,59 @@ class BucketKeeper:
 
     async def _claim_from_dead(self, gained: tuple[int, ...]) -> None:
         """Gained buckets whose previous owner is dead: take its unacked deliveries now (one call)."""
-        buckets = [b for b in gained if b in self.ownership.awaiting
-                   and self.ownership.awaiting[b].expected not in self.alive]
-        if not buckets:
-            return
         async with self.lock:
-            self.ownership.reclaimed(buckets, await self._claim(buckets))
+            acks = await self._settle_gone(gained)
+        await self._ack(acks)
+
+    async def claim_from_gone(self) -> None:
+        """At each beat: awaited buckets whose expected sender left the members since it was last seen
+        (:meth:`Ownership.unclaimed_gone`): take its unacked deliveries; its hand-off among them releases."""
+        buckets = self.ownership.unclaimed_gone(self.alive)
+        if buckets:
+            async with self.lock:
+                acks = await self._settle_gone(buckets)
+            await self._ack(acks)
+
+    async def _settle_gone(self, buckets: Iterable[int], read_new: bool = False) -> dict[int, list[str]]:
+        """Claim the unacked deliveries of the awaited ``buckets`` whose expected sender is not alive (the
+        lock held): they lead what each bucket holds (``read_new``: and those never delivered yet, read
+        now, not left to the receive loop). The awaited hand-off may be among them: a sender reads its own
+        hand-offs back when a receive it began before it lost the bucket is woken by their sends, and a node
+        that then leaves (or dies) before it passed them on leaves them pending under its name. Such a
+        hand-off releases its bucket now, as if it had just come; returns the acks of what was done."""
+        acks: dict[int, list[str]] = defaultdict(list)
+        wanted = [b for b in buckets if b in self.ownership.awaiting
+                  and self.ownership.awaiting[b].expected not in self.alive]
+        if not wanted:
+            return acks
+        claimed = await self._claim(wanted)
+        while read_new:
+            fresh = await self.transport.receive(wanted, MAX_BATCHES, 0)
+            if self.prepare is not None:
+                await self.prepare(fresh)
+            for delivery in fresh:
+                claimed[delivery.bucket].append(delivery)
+            read_new = len(fresh) >= MAX_BATCHES
+        self.ownership.reclaimed(wanted, claimed)
+        for bucket in wanted:
+            found = self._held_handoff(bucket)
+            if found is not None:
+                for done in await self._release(bucket, *found):
+                    acks[done.bucket].append(done.delivery_id)
+        return acks
+
+    def _held_handoff(self, bucket: int) -> tuple[Delivery, Handoff] | None:
+        """The first held delivery of awaited ``bucket`` that is a hand-off releasing it, taken out of held."""
+        waiting = self.ownership.awaiting[bucket]
+        for k, delivery in enumerate(waiting.held):
+            try:
+                message = decode(delivery.payload)
+            except ClusterError:
+                continue  # counted and logged once, when it is applied with the rest
+            if isinstance(message, Handoff) and releases(waiting, message.sender, self.alive):
+                del waiting.held[k]
+                return delivery, message
+        return None
 
     async def _ack(self, acks: dict[int, list[str]]) -> None:
         """Flush the frontier (what is acked must be on disk), then ack."""
@@ -302,9 +354,12 @@ class BucketKeeper:
             await asyncio.gather(*(self.transport.ack(b, ids) for b, ids in pending[start:start + ACK_CONCURRENCY]))
 
     async def release_overdue(self, buckets: Iterable[int]) -> None:
-        """Awaited buckets whose dead owner's state never came: start them empty."""
+        """Awaited buckets whose dead owner's state never came: start them empty (``handoff_timeouts``),
+        unless the hand-off is in the bucket's stream, unacked or never delivered (:meth:`_settle_gone`):
+        then it releases the bucket."""
+        buckets = list(buckets)
         async with self.lock:
-            acks: dict[int, list[str]] = defaultdict(list)
+            acks = await self._settle_gone(buckets, read_new=True)
             for bucket in buckets:
                 if bucket in self.ownership.awaiting:
                     self.counts["handoff_timeouts"] += 1

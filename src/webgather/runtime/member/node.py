@@ -414,6 +414,7 @@ class ClusterNode:
         members = await coord.members()
         self.keeper.members_alive(members)
         await self._read_table()
+        await self.keeper.claim_from_gone()  # a sender that left may have left its hand-off pending: take it
         await self._recover_awaited(members)
         self._check_leave(members)
         await self.gate.beat(self.crawl)  # before the info: "idle" must reflect permits and budget
@@ -475,7 +476,7 @@ class ClusterNode:
         owns = table is not None and self.node_id in table.owners
         if not others:
             self.stop("stopped: last node")
-        elif not owns and self.ownership.applied() and self.crawl.idle():
+        elif not owns and self.keeper.idle() and self.crawl.idle():  # idle: no delivery read and not yet passed on
             self.stop("left")
 
     def _recovering(self, recover: Any) -> Any:
