@@ -381,9 +381,15 @@ class BucketKeeper:
         rows = [self.rows.export(b) if self.rows is not None else [] for b in buckets]
         self.crawl.forget_hosts(hosts)
         if self.before_send is not None:
-            await self.before_send(buckets)
-        await self._send_states(states, rows)  # all sent before any is dropped: a crash re-sends, never loses
-        for state, bucket_rows in zip(states, rows, strict=True):
+            await self.before_send(buckets)  # may wait long (a full store): a table meanwhile may give some back
+        kept = self._won_back(states, merge)
+        sent = [(s, r) for s, r in zip(states, rows, strict=True) if s.bucket not in kept]
+        if sent:  # all sent before any is dropped: a crash re-sends, never loses
+            await self._send_states([s for s, _r in sent], [r for _s, r in sent])
+        kept |= self._won_back(states, merge)  # won back during the send: its copy comes back here, merged
+        for state, bucket_rows in sent:
+            if state.bucket in kept:
+                continue
             if state.items or state.hosts or len(state.seen_keys):
                 frontier.drop_bucket(state.bucket)
             if bucket_rows and self.rows is not None:
@@ -391,10 +397,35 @@ class BucketKeeper:
             if not merge:
                 self.ownership.handed_over(state.bucket)
                 self.log.append((exported_at, "lost", state.bucket))
+        gone = hosts - self._keep([s for s in states if s.bucket in kept], now)
         for host in hosts:
             self._saved.pop(host, None)
-        forget_settled(self.parts, hosts)
+        forget_settled(self.parts, gone)
         frontier.flush()
+
+    def _won_back(self, states: Sequence[BucketState], merge: bool) -> set[int]:
+        """Buckets of ``states`` that a table adopted since the export gave back to this node (no longer
+        leaving): their state stays here. Sent and dropped, the node that owns them would lose their seen
+        keys until its own hand-off came back round the stream, and the URL batches applied meanwhile would
+        queue again the pages it had fetched (nemesis file seed 103: a hand-off held up by a full store)."""
+        return set() if merge else {s.bucket for s in states if s.bucket not in self.ownership.leaving}
+
+    def _keep(self, states: Sequence[BucketState], now: float) -> set[str]:
+        """Un-hold the hosts of won-back buckets (their exported clocks, adopted as after an import);
+        returns those hosts."""
+        frontier, kept = self.parts.frontier, set()
+        waits = {clock.host: clock.wait_s for state in states for clock in state.hosts}
+        for state in states:
+            kept |= bucket_hosts(self.parts, state.bucket)
+        adopted = []
+        for host in sorted(kept):
+            frontier.defer_host(host, now + waits.get(host, 0.0))
+            queued = frontier.queues.items(host, 1)
+            if queued:
+                adopted.append((host, queued[0].url, waits.get(host, 0.0)))
+        if adopted:  # its robots state was forgotten with the export
+            self.crawl.adopt_hosts(adopted)
+        return kept
 
     def _fixed_clocks(self, state: BucketState, now: float) -> BucketState:
         policy = self.parts.frontier.policy
