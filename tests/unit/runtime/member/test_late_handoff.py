@@ -1,5 +1,6 @@
-"""A bucket won back while its hand-off was held up (the WARCs could not be shipped: a full store) keeps
-its state at the node that owns it again: its seen keys still filter the URL batches of its stream."""
+"""Hand-offs held up (the WARCs could not be shipped: a full store) while the table moved on: a bucket won
+back keeps its state at the node that owns it again, and a state that reaches the new owner after the
+URL batches of its bucket unqueues what it had fetched (nemesis file seed 103)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from webgather.clock import FakeClock
 from webgather.cluster.handoff import Ownership
 from webgather.cluster.inprocess import InProcessHub
 from webgather.cluster.mapping import bucket_of, initial, plan_join, plan_leave
-from webgather.cluster.wire import encode_batch
+from webgather.cluster.wire import encode_batch, encode_handoff
+from webgather.frontier.bucket import BucketState
 from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.frontier.frontier import Frontier
 from webgather.frontier.model import CrawlItem
@@ -23,6 +25,18 @@ M = 16
 
 def _item(url: str) -> CrawlItem:
     return CrawlItem(url, fingerprint(url))
+
+
+def _frontier() -> Frontier:
+    return Frontier.open(None, FrontierConfig(), PolitenessConfig(min_delay_s=0.5), n_buckets=M)
+
+
+def _fetched_one(frontier: Frontier, fetched: CrawlItem, queued: CrawlItem) -> None:
+    frontier.add([fetched], 0.0)
+    taken, _ = frontier.next_ready(0.0)
+    assert taken is not None
+    frontier.complete(taken, 0.1)
+    frontier.add([queued], 0.1)
 
 
 async def test_a_bucket_won_back_while_its_handoff_waits_keeps_its_seen_keys() -> None:
@@ -39,12 +53,8 @@ async def test_a_bucket_won_back_while_its_handoff_waits_keeps_its_seen_keys() -
     host = next(f"h{i}.test" for i in range(10_000) if bucket_of(f"h{i}.test", M) == bucket)
     fetched, queued = _item(f"http://{host}/"), _item(f"http://{host}/p/1")
     clock = FakeClock()
-    frontier = Frontier.open(None, FrontierConfig(), PolitenessConfig(min_delay_s=0.5), n_buckets=M)
-    frontier.add([fetched], 0.0)
-    taken, _ = frontier.next_ready(0.0)
-    assert taken is not None
-    frontier.complete(taken, 0.1)
-    frontier.add([queued], 0.1)
+    frontier = _frontier()
+    _fetched_one(frontier, fetched, queued)
 
     hub = InProcessHub(M, clock)
     transport = hub.transport("n0")
@@ -81,3 +91,43 @@ async def test_a_bucket_won_back_while_its_handoff_waits_keeps_its_seen_keys() -
     assert [(h, u) for h, u, _wait in adopted] == [(host, queued.url)], "its host is dispatched again"
     item, _ = frontier.next_ready(10.0)
     assert item is not None and item.url == queued.url, "the won-back host stays held"
+
+
+async def test_a_state_that_comes_after_the_bucket_was_released_unqueues_what_it_fetched() -> None:
+    """Seen in the nemesis (file seed 103, the bucket of h0009): n0 lost it to n1 (a join) while the store
+    was full, and its hand-off waited to ship its WARCs. n1 was killed with its disk before any checkpoint;
+    the next table gave the bucket to n2, and n1's state was restored from the streams: an empty hand-off.
+    n2 released the bucket on it and applied the URL batches n1 had not acked, links to pages n0 had
+    fetched; n0's state came 2.6 s later, merged after them."""
+    v1 = initial(["n0", "n2"], M)
+    v2 = plan_join(v1, "n1")
+    v3 = plan_leave(v2, "n1")
+    bucket = next(b for b in range(M) if (v1.owners[b], v2.owners[b], v3.owners[b]) == ("n0", "n1", "n2"))
+    host = next(f"h{i}.test" for i in range(10_000) if bucket_of(f"h{i}.test", M) == bucket)
+    fetched, queued = _item(f"http://{host}/"), _item(f"http://{host}/p/1")
+    giver = _frontier()
+    _fetched_one(giver, fetched, queued)
+
+    hub = InProcessHub(M, FakeClock())
+    await hub.transport("n0").send(bucket, encode_batch("n0", 1, [fetched]))  # n1 never acked it
+    await hub.transport("n0").send(bucket, encode_handoff("n1", 0, BucketState(bucket, M)))  # restored: empty
+
+    ownership = Ownership("n2")
+    for version, table in enumerate((v1, v2, v3)):
+        ownership.adopt(table, float(version))
+    assert ownership.awaiting[bucket].expected == "n1"
+    frontier = _frontier()
+    crawl = SimpleNamespace(add_local=frontier.add, adopt_hosts=lambda hosts: list(hosts))
+    parts = SimpleNamespace(frontier=frontier, clock=FakeClock(), cookies=None,
+                            robots_store=SimpleNamespace(get=lambda host, wall: None, put=lambda *a: None))
+    transport = hub.transport("n2")
+    keeper = BucketKeeper(parts, crawl, ownership, transport, None,  # type: ignore[arg-type]
+                          claim_idle_s=5.0, receive_block_s=0.0)
+    keeper.alive = {"n0", "n2"}
+    await keeper.process(await transport.receive([bucket], 10, 0))
+    assert ownership.is_ready(bucket)
+    await hub.transport("n0").send(bucket, encode_handoff("n0", 2, giver.export_bucket(bucket)))  # late
+    await keeper.process(await transport.receive([bucket], 10, 0))
+    assert [item.url for item in frontier.export_bucket(bucket).items] == [queued.url], \
+        "a page the late state had fetched stayed queued"
+    assert await transport.pending_count(bucket) == 0
