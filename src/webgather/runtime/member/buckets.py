@@ -18,7 +18,9 @@ receive loop paused, exports each bucket (``Frontier.export_bucket``; the
 clocks of held hosts become the full politeness delay, counted from the
 export, or the host's own later time), sends it on the bucket's stream and
 drops it. Send before drop: a crash in between re-sends from disk (merged
-harmlessly) rather than losing the bucket.
+harmlessly) rather than losing the bucket. A bucket that a later table gives
+back while its hand-off waits (for quiet, or for the WARCs to ship to a full
+store) is neither sent nor dropped: its hosts are released and it stays here.
 
 Re-crawl rows (``rows``, a :class:`~webgather.runtime.cycle.cluster.RowStore`)
 travel in the same hand-off message: exported with the bucket, dropped with
