@@ -378,18 +378,19 @@ class BucketKeeper:
         return bool(hosts & in_flight) or bool(hosts & self.crawl.robots_busy)
 
     async def _export_send_drop(self, buckets: list[int], hosts: set[str], merge: bool) -> None:
-        frontier, now, exported_at = self.parts.frontier, self.parts.clock.monotonic(), self.parts.clock.wall()
-        states = [with_settled(self.parts, self._fixed_clocks(frontier.export_bucket(b), now)) for b in buckets]
-        rows = [self.rows.export(b) if self.rows is not None else [] for b in buckets]
-        self.crawl.forget_hosts(hosts)
-        if self.before_send is not None:
+        if self.before_send is not None:  # ships the WARCs of the held hosts' pages, done before this
             await self.before_send(buckets)  # may wait long (a full store): a table meanwhile may give some back
-        kept = self._won_back(states, merge)
-        sent = [(s, r) for s, r in zip(states, rows, strict=True) if s.bucket not in kept]
-        if sent:  # all sent before any is dropped: a crash re-sends, never loses
-            await self._send_states([s for s, _r in sent], [r for _s, r in sent])
-        kept |= self._won_back(states, merge)  # won back during the send: its copy comes back here, merged
-        for state, bucket_rows in sent:
+        frontier, now, exported_at = self.parts.frontier, self.parts.clock.monotonic(), self.parts.clock.wall()
+        kept = self._won_back(buckets, merge)
+        states = [with_settled(self.parts, self._fixed_clocks(frontier.export_bucket(b), now))
+                  for b in buckets if b not in kept]
+        rows = [self.rows.export(s.bucket) if self.rows is not None else [] for s in states]
+        kept_hosts = self._keep(kept, now, adopt=False)
+        self.crawl.forget_hosts(hosts - kept_hosts)
+        if states:  # all sent before any is dropped: a crash re-sends, never loses
+            await self._send_states(states, rows)
+        kept = self._won_back([s.bucket for s in states], merge)  # during the send: its copy comes back, merged
+        for state, bucket_rows in zip(states, rows, strict=True):
             if state.bucket in kept:
                 continue
             if state.items or state.hosts or len(state.seen_keys):
@@ -399,33 +400,32 @@ class BucketKeeper:
             if not merge:
                 self.ownership.handed_over(state.bucket)
                 self.log.append((exported_at, "lost", state.bucket))
-        gone = hosts - self._keep([s for s in states if s.bucket in kept], now)
+        kept_hosts |= self._keep(kept, now, adopt=True)
         for host in hosts:
             self._saved.pop(host, None)
-        forget_settled(self.parts, gone)
+        forget_settled(self.parts, hosts - kept_hosts)
         frontier.flush()
 
-    def _won_back(self, states: Sequence[BucketState], merge: bool) -> set[int]:
-        """Buckets of ``states`` that a table adopted since the export gave back to this node (no longer
+    def _won_back(self, buckets: Sequence[int], merge: bool) -> set[int]:
+        """Buckets that a table adopted while their hand-off waited gave back to this node (no longer
         leaving): their state stays here. Sent and dropped, the node that owns them would lose their seen
         keys until its own hand-off came back round the stream, and the URL batches applied meanwhile would
         queue again the pages it had fetched (nemesis file seed 103: a hand-off held up by a full store)."""
-        return set() if merge else {s.bucket for s in states if s.bucket not in self.ownership.leaving}
+        return set() if merge else {b for b in buckets if b not in self.ownership.leaving}
 
-    def _keep(self, states: Sequence[BucketState], now: float) -> set[str]:
-        """Un-hold the hosts of won-back buckets (their exported clocks, adopted as after an import);
-        returns those hosts."""
-        frontier, kept = self.parts.frontier, set()
-        waits = {clock.host: clock.wait_s for state in states for clock in state.hosts}
-        for state in states:
-            kept |= bucket_hosts(self.parts, state.bucket)
-        adopted = []
-        for host in sorted(kept):
-            frontier.defer_host(host, now + waits.get(host, 0.0))
-            queued = frontier.queues.items(host, 1)
-            if queued:
-                adopted.append((host, queued[0].url, waits.get(host, 0.0)))
-        if adopted:  # its robots state was forgotten with the export
+    def _keep(self, buckets: set[int], now: float, *, adopt: bool) -> set[str]:
+        """Release the held hosts of won-back ``buckets`` (their clocks as an export would hand them over;
+        ``adopt``: their robots state was forgotten, adopt them again); returns those hosts."""
+        frontier, kept, adopted = self.parts.frontier, set(), []
+        for bucket in sorted(buckets):
+            for clock in self._fixed_clocks(frontier.export_bucket(bucket), now).hosts:
+                frontier.defer_host(clock.host, now + clock.wait_s)
+            for host in sorted(bucket_hosts(self.parts, bucket)):
+                kept.add(host)
+                queued = frontier.queues.items(host, 1)
+                if adopt and queued:
+                    adopted.append((host, queued[0].url, 0.0))
+        if adopted:
             self.crawl.adopt_hosts(adopted)
         return kept
 
