@@ -69,6 +69,8 @@ class Frontier:
         self.parked = Parked(self._requeue)  # retries waiting for their time: in flight for the queues
         self.queued = queued
         self.dropped_by_host_cap = 0
+        self.dropped_done = 0
+        """Queued items unqueued by a merged bucket state that had them done (:meth:`import_bucket`)."""
         self.resumed_in_flight = resumed_in_flight
         self.last_now = -math.inf
 
@@ -250,7 +252,13 @@ class Frontier:
         return BucketState(bucket, self.n_buckets, tuple(items), self.seen.export_bucket(bucket), tuple(clocks))
 
     def import_bucket(self, state: BucketState) -> int:
-        """Adopt a bucket exported by another node; returns the number of items queued."""
+        """Adopt a bucket exported by another node; returns the number of items queued.
+
+        The merge does not depend on the order: an item queued here is dropped if ``state`` saw its URL
+        and does not queue it (the sender fetched it, or dropped it: an export queues every item in
+        flight), and an item of ``state`` is queued only if this frontier never saw its URL. A state
+        that comes after URL batches of its bucket (a late hand-off, merged into a bucket already
+        released here) so does not leave queued the pages it had fetched."""
         if state.n_buckets != self.n_buckets:
             raise FrontierError(f"bucket state for M={state.n_buckets}, this frontier has M={self.n_buckets}")
         self._check_bucket(state.bucket)
@@ -270,10 +278,28 @@ class Frontier:
         other = self.seen.add_many(keys)
         if self.persist is not None:
             self.persist.journal_seen(np.concatenate((item_keys[fresh], keys[other])))
+        self._drop_done(state.bucket, np.setdiff1d(keys, item_keys), now)
         pairs = [(hosts[i], state.items[i]) for i in np.flatnonzero(fresh).tolist()]
         count = len(self._enqueue(pairs, now, cap=False))
         self._commit()
         return count
+
+    def _drop_done(self, bucket: int, done: np.ndarray, now: float) -> None:
+        """Unqueue the bucket's items whose seen keys are in ``done`` (URLs done elsewhere)."""
+        if not len(done):
+            return
+        for host in sorted(self.hosts_of_bucket.get(bucket, ())):
+            queued = self.queues.items(host)
+            if not queued:
+                continue
+            gone = np.isin(seen_keys(np.full(len(queued), bucket, dtype=np.uint64), item_fingerprints(queued)), done)
+            if not gone.any():
+                continue
+            kept = [item for item, out in zip(queued, gone.tolist(), strict=True) if not out]
+            kept = kept if self.cash is None else self.cash.current(kept)  # with the cash they hold
+            self.drop_host(host)
+            self.dropped_done += len(queued) - len(kept)
+            self._enqueue([(host, item) for item in kept], now, cap=False)
 
     def drop_bucket(self, bucket: int) -> int:
         """Forget the bucket: its queued items, seen keys and idle hosts. Returns items removed.
@@ -312,7 +338,8 @@ class Frontier:
         out: dict[str, int | float] = {
             "queued": self.pending(), "in_flight": self.in_flight(), "seen": len(self.seen),
             "cache_hits": self.seen.hits, "cache_lookups": self.seen.lookups,
-            "dropped_by_host_cap": self.dropped_by_host_cap, "resumed_in_flight": self.resumed_in_flight,
+            "dropped_by_host_cap": self.dropped_by_host_cap, "dropped_done": self.dropped_done,
+            "resumed_in_flight": self.resumed_in_flight,
             "queued_in_memory": getattr(self.queues, "in_memory", self.queued),
         }
         out.update(self.cash.stats() if self.cash is not None else {})

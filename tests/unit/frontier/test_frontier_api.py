@@ -218,6 +218,28 @@ def test_import_queues_each_url_once(open_frontier) -> None:  # type: ignore[no-
     assert sorted(drain(new, 0.0)) == ["http://a.test/1", "http://a.test/2"]
 
 
+@pytest.mark.parametrize("links_first", [True, False])
+def test_a_merge_does_not_depend_on_the_order(open_frontier, links_first: bool) -> None:  # type: ignore[no-untyped-def]
+    """A bucket state merged after URL batches of its bucket (a late hand-off) unqueues what it had
+    fetched: the same queue as when it comes first (nemesis file seed 103)."""
+    old, new = open_frontier(), open_frontier()
+    old.add([item("http://a.test/"), item("http://a.test/1")], 0.0)
+    done, _ = old.next_ready(0.0)
+    assert done is not None and done.url == "http://a.test/"
+    old.complete(done, 0.5)
+    state = old.export_bucket(bucket_of("a.test", 64))
+    links = [item("http://a.test/", depth=3), item("http://a.test/2", depth=3)]
+    if links_first:
+        assert len(new.add(links, 1.0)) == 2
+        assert new.import_bucket(state) == 1
+    else:
+        assert new.import_bucket(state) == 1
+        assert [i.url for i in new.add(links, 1.0)] == ["http://a.test/2"]
+    assert new.pending() == 2
+    assert sorted(drain(new, 2.0)) == ["http://a.test/1", "http://a.test/2"]
+    assert new.stats()["dropped_done"] == (1 if links_first else 0)
+
+
 def test_import_rejects_hosts_of_another_bucket(open_frontier) -> None:  # type: ignore[no-untyped-def]
     old, new = open_frontier(), open_frontier()
     old.add([item("http://a.test/")], 0.0)

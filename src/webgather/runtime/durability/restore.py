@@ -17,7 +17,11 @@ keeps every ack until a checkpoint is stored), so every URL and hand-off it
 received is still in its buckets' streams, and a link it queued in its own
 bucket came from a page it fetched from those, fetched again by the new owner.
 Its buckets get empty hand-offs (the new owners claim the streams first), and
-``restored_from_streams`` counts them. Only a checkpoint that is listed and
+``restored_from_streams`` counts them. A hand-off it was still owed (its giver
+was held up, e.g. shipping WARCs to a full store) reaches the new owner after
+that empty one, behind URL batches already applied; the merge does not depend
+on the order (:meth:`~webgather.frontier.frontier.Frontier.import_bucket`), so
+it unqueues the pages its giver had fetched. Only a checkpoint that is listed and
 unreadable is a loss: ``unrecoverable_buckets`` counts those buckets.
 """
 

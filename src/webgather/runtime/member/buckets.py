@@ -18,7 +18,9 @@ receive loop paused, exports each bucket (``Frontier.export_bucket``; the
 clocks of held hosts become the full politeness delay, counted from the
 export, or the host's own later time), sends it on the bucket's stream and
 drops it. Send before drop: a crash in between re-sends from disk (merged
-harmlessly) rather than losing the bucket.
+harmlessly) rather than losing the bucket. A bucket that a later table gives
+back while its hand-off waits (for quiet, or for the WARCs to ship to a full
+store) is neither sent nor dropped: its hosts are released and it stays here.
 
 Re-crawl rows (``rows``, a :class:`~webgather.runtime.cycle.cluster.RowStore`)
 travel in the same hand-off message: exported with the bucket, dropped with
@@ -431,14 +433,21 @@ class BucketKeeper:
         return bool(hosts & in_flight) or bool(hosts & self.crawl.robots_busy)
 
     async def _export_send_drop(self, buckets: list[int], hosts: set[str], merge: bool) -> None:
+        if self.before_send is not None:  # ships the WARCs of the held hosts' pages, done before this
+            await self.before_send(buckets)  # may wait long (a full store): a table meanwhile may give some back
         frontier, now, exported_at = self.parts.frontier, self.parts.clock.monotonic(), self.parts.clock.wall()
-        states = [with_settled(self.parts, self._fixed_clocks(frontier.export_bucket(b), now)) for b in buckets]
-        rows = [self.rows.export(b) if self.rows is not None else [] for b in buckets]
-        self.crawl.forget_hosts(hosts)
-        if self.before_send is not None:
-            await self.before_send(buckets)
-        await self._send_states(states, rows)  # all sent before any is dropped: a crash re-sends, never loses
+        kept = self._won_back(buckets, merge)
+        states = [with_settled(self.parts, self._fixed_clocks(frontier.export_bucket(b), now))
+                  for b in buckets if b not in kept]
+        rows = [self.rows.export(s.bucket) if self.rows is not None else [] for s in states]
+        kept_hosts = self._keep(kept, now, adopt=False)
+        self.crawl.forget_hosts(hosts - kept_hosts)
+        if states:  # all sent before any is dropped: a crash re-sends, never loses
+            await self._send_states(states, rows)
+        kept = self._won_back([s.bucket for s in states], merge)  # during the send: its copy comes back, merged
         for state, bucket_rows in zip(states, rows, strict=True):
+            if state.bucket in kept:
+                continue
             if state.items or state.hosts or len(state.seen_keys):
                 frontier.drop_bucket(state.bucket)
             if bucket_rows and self.rows is not None:
@@ -446,10 +455,34 @@ class BucketKeeper:
             if not merge:
                 self.ownership.handed_over(state.bucket)
                 self.log.append((exported_at, "lost", state.bucket))
+        kept_hosts |= self._keep(kept, now, adopt=True)
         for host in hosts:
             self._saved.pop(host, None)
-        forget_settled(self.parts, hosts)
+        forget_settled(self.parts, hosts - kept_hosts)
         frontier.flush()
+
+    def _won_back(self, buckets: Sequence[int], merge: bool) -> set[int]:
+        """Buckets that a table adopted while their hand-off waited gave back to this node (no longer
+        leaving): their state stays here. Sent and dropped, the node that owns them would lose their seen
+        keys until its own hand-off came back round the stream, and the URL batches applied meanwhile would
+        queue again the pages it had fetched (nemesis file seed 103: a hand-off held up by a full store)."""
+        return set() if merge else {b for b in buckets if b not in self.ownership.leaving}
+
+    def _keep(self, buckets: set[int], now: float, *, adopt: bool) -> set[str]:
+        """Release the held hosts of won-back ``buckets`` (their clocks as an export would hand them over;
+        ``adopt``: their robots state was forgotten, adopt them again); returns those hosts."""
+        frontier, kept, adopted = self.parts.frontier, set(), []
+        for bucket in sorted(buckets):
+            for clock in self._fixed_clocks(frontier.export_bucket(bucket), now).hosts:
+                frontier.defer_host(clock.host, now + clock.wait_s)
+            for host in sorted(bucket_hosts(self.parts, bucket)):
+                kept.add(host)
+                queued = frontier.queues.items(host, 1)
+                if adopt and queued:
+                    adopted.append((host, queued[0].url, 0.0))
+        if adopted:
+            self.crawl.adopt_hosts(adopted)
+        return kept
 
     def _fixed_clocks(self, state: BucketState, now: float) -> BucketState:
         policy = self.parts.frontier.policy
