@@ -69,9 +69,15 @@ class Awaiting:
     """Its state was re-sent from ``expected``'s checkpoint (:meth:`Ownership.restored`)."""
 
 
-def releases(waiting: Awaiting, sender: str, alive: set[str]) -> bool:
+def releases(waiting: Awaiting, sender: str, alive: set[str], merge: bool = False) -> bool:
     """A hand-off from ``sender`` releases the bucket awaited as ``waiting``: it is the expected sender's,
-    or a node's that is no longer alive (a dead node's state re-sent under its id)."""
+    or a node's that is no longer alive (a dead node's state re-sent under its id). A ``merge`` hand-off
+    (what a restarted node found stored for a bucket it does not own) releases only from the expected
+    sender: from any other node it is older than the state the expected sender holds (the bucket moved
+    on while that node was away), and imported first it would queue again the pages fetched since, whose
+    seen keys come later; held, it is merged after the bucket's state, only its new URLs queued."""
+    if merge:
+        return waiting.expected is None or sender == waiting.expected
     return waiting.expected is None or sender == waiting.expected or sender not in alive
 
 
@@ -165,11 +171,13 @@ class Ownership:
         """The bucket's state was sent and dropped."""
         self.leaving.discard(bucket)
 
-    def classify(self, delivery: Delivery, handoff_sender: str | None, alive: set[str]) -> Action:
-        """What to do with ``delivery`` (``handoff_sender``: its sender if it is a hand-off)."""
+    def classify(self, delivery: Delivery, handoff_sender: str | None, alive: set[str],
+                 merge: bool = False) -> Action:
+        """What to do with ``delivery`` (``handoff_sender``: its sender if it is a hand-off; ``merge``:
+        it is a merge hand-off, :func:`releases`)."""
         waiting = self.awaiting.get(delivery.bucket)
         if waiting is not None:
-            if handoff_sender is not None and releases(waiting, handoff_sender, alive):
+            if handoff_sender is not None and releases(waiting, handoff_sender, alive, merge):
                 return Action.RELEASE
             waiting.held.append(delivery)
             return Action.HOLD

@@ -209,7 +209,8 @@ class BucketKeeper:
         if message is None:
             return [delivery]
         sender = message.sender if isinstance(message, Handoff) else None
-        action = self.ownership.classify(delivery, sender, self.alive)
+        merge = isinstance(message, Handoff) and message.merge
+        action = self.ownership.classify(delivery, sender, self.alive, merge)
         if action is Action.APPLY:
             self._apply(message)
             return [delivery]
@@ -336,7 +337,7 @@ class BucketKeeper:
                 message = decode(delivery.payload)
             except ClusterError:
                 continue  # counted and logged once, when it is applied with the rest
-            if isinstance(message, Handoff) and releases(waiting, message.sender, self.alive):
+            if isinstance(message, Handoff) and releases(waiting, message.sender, self.alive, message.merge):
                 del waiting.held[k]
                 return delivery, message
         return None
@@ -437,7 +438,7 @@ class BucketKeeper:
         self.crawl.forget_hosts(hosts)
         if self.before_send is not None:
             await self.before_send(buckets)
-        await self._send_states(states, rows)  # all sent before any is dropped: a crash re-sends, never loses
+        await self._send_states(states, rows, merge)  # all sent before any is dropped: a crash re-sends
         for state, bucket_rows in zip(states, rows, strict=True):
             if state.items or state.hosts or len(state.seen_keys):
                 frontier.drop_bucket(state.bucket)
@@ -465,12 +466,13 @@ class BucketKeeper:
     async def _send_state(self, state: BucketState) -> None:
         await self._send_states([state])
 
-    async def _send_states(self, states: list[BucketState], rows: Sequence[Sequence[UrlRecord]] = ()) -> None:
+    async def _send_states(self, states: list[BucketState], rows: Sequence[Sequence[UrlRecord]] = (),
+                           merge: bool = False) -> None:
         messages = []
         for k, state in enumerate(states):
             self.seq += 1
             bucket_rows = rows[k] if rows else ()
-            messages.append((state.bucket, encode_handoff(self.node, self.seq, state, bucket_rows)))
+            messages.append((state.bucket, encode_handoff(self.node, self.seq, state, bucket_rows, merge)))
             self.counts["handoff_items"] += len(state.items)
             self.counts["settled_out"] += len(state.settled)
             self.counts["rows_out"] += len(bucket_rows)
