@@ -155,7 +155,7 @@ def _facts(work: Path, setup: Setup, cluster: Cluster, store: FileStoreService |
     _real_times(entries, cluster.runs)
     last = {r.node: r.index for r in cluster.runs}
     runs = [RunFacts(r.node, r.index, r.code, r.killed, r.output(), last[r.node] == r.index) for r in cluster.runs]
-    links = {u: e.links + ((e.target,) if e.target else ()) for u, e in expected.outcomes.items()}
+    links = {u: e.links + ((e.redirect,) if e.redirect else ()) for u, e in expected.outcomes.items()}
     roots = frozenset(u for u, e in expected.outcomes.items() if e.depth == 0 and e.redirects == 0)
     return Facts(closure, found, entries, runs, read_records(work / "web" / "records.jsonl"), setup.delay_s,
                  _windows(cluster.applied, setup.checkpoint_s), cluster.hung, cluster.problems, links, roots)

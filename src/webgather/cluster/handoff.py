@@ -53,6 +53,9 @@ class Action(Enum):
     """This is the awaited hand-off: import it, then apply what was held."""
     FORWARD = "forward"
     """The bucket is no longer here: send the payload again (to its new owner), ack this."""
+    RELAY = "relay"
+    """The expected sender lost the bucket before its own awaited hand-off came: await the node it
+    awaited instead (:meth:`Ownership.relayed`), ack this."""
 
 
 @dataclass(slots=True)
@@ -69,9 +72,15 @@ class Awaiting:
     """Its state was re-sent from ``expected``'s checkpoint (:meth:`Ownership.restored`)."""
 
 
-def releases(waiting: Awaiting, sender: str, alive: set[str]) -> bool:
+def releases(waiting: Awaiting, sender: str, alive: set[str], merge: bool = False) -> bool:
     """A hand-off from ``sender`` releases the bucket awaited as ``waiting``: it is the expected sender's,
-    or a node's that is no longer alive (a dead node's state re-sent under its id)."""
+    or a node's that is no longer alive (a dead node's state re-sent under its id). A ``merge`` hand-off
+    (what a restarted node found stored for a bucket it does not own) releases only from the expected
+    sender: from any other node it is older than the state the expected sender holds (the bucket moved
+    on while that node was away), and imported first it would queue again the pages fetched since, whose
+    seen keys come later; held, it is merged after the bucket's state, only its new URLs queued."""
+    if merge:
+        return waiting.expected is None or sender == waiting.expected
     return waiting.expected is None or sender == waiting.expected or sender not in alive
 
 
@@ -161,15 +170,29 @@ class Ownership:
                 out.append(bucket)
         return out
 
+    def relayed(self, bucket: int, to: str, now: float) -> None:
+        """The expected sender of awaited ``bucket`` lost it before its own hand-off came: the hand-off
+        that releases it is ``to``'s (the node that sender awaited), waited for from ``now``. Without
+        this, its empty hand-off released the bucket and ``to``'s state came later, merged after the
+        held URL batches had queued again the pages ``to`` had fetched."""
+        waiting = self.awaiting.get(bucket)
+        if waiting is not None:
+            waiting.expected, waiting.since = to, now
+            waiting.claimed, waiting.gone_since, waiting.restored = False, None, False
+
     def handed_over(self, bucket: int) -> None:
         """The bucket's state was sent and dropped."""
         self.leaving.discard(bucket)
 
-    def classify(self, delivery: Delivery, handoff_sender: str | None, alive: set[str]) -> Action:
-        """What to do with ``delivery`` (``handoff_sender``: its sender if it is a hand-off)."""
+    def classify(self, delivery: Delivery, handoff_sender: str | None, alive: set[str],
+                 merge: bool = False, relay: str = "") -> Action:
+        """What to do with ``delivery`` (``handoff_sender``: its sender if it is a hand-off; ``merge``:
+        it is a merge hand-off, :func:`releases`; ``relay``: the node a relay names)."""
         waiting = self.awaiting.get(delivery.bucket)
         if waiting is not None:
-            if handoff_sender is not None and releases(waiting, handoff_sender, alive):
+            if relay and handoff_sender == waiting.expected:
+                return Action.RELAY
+            if handoff_sender is not None and not relay and releases(waiting, handoff_sender, alive, merge):
                 return Action.RELEASE
             waiting.held.append(delivery)
             return Action.HOLD

@@ -39,6 +39,15 @@ settled), then the rows as in type 3 if bit 0, then::
     settled_wall f64 | n u32 | host_len u16[n] | robots_len u32[n] | cookies_len u32[n]
     | robots_ttl_s f64[n] | hosts utf-8 | robots blobs | cookies blobs
 
+Section bit 2 marks a *merge* hand-off (``Handoff.merge``): the state a node found stored
+for a bucket it does not own when it started (it left or died, and came back with the same
+``--out``). It is sent as type 4 (with nothing settled: ``sections`` 4, then nothing more
+for settled). Such a state may be older than the bucket's current one, so it is merged into
+the owner's state and never stands in for it (:func:`webgather.cluster.handoff.releases`).
+Section bit 3 marks a *relay* (``Handoff.relay``): the sender lost a bucket it still awaited, so it
+has no state to give; its (empty) hand-off names, after the settled section, the node whose
+hand-off the new owner is to await instead: ``relay_len u8 | relay utf-8``.
+
 (a robots blob starts with a kind byte of :mod:`webgather.robots.compact`;
 cookies are :func:`webgather.fetch.cookies.encode_cookies`' JSON, checked value
 by value). A hand-off whose hosts have nothing settled is sent as type 2 or 3,
@@ -100,6 +109,8 @@ _TYPE_HANDOFF_ROWS = 3
 _TYPE_HANDOFF_SECTIONS = 4
 _HAS_ROWS = 1
 _HAS_SETTLED = 2
+_IS_MERGE = 4
+_RELAY = 8
 _ROBOTS_KINDS = b"ADRX"
 _HAS_ATTEMPT = 1
 _HAS_PRIORITY = 2
@@ -129,6 +140,13 @@ class Handoff:
     state: BucketState
     rows: tuple[UrlRecord, ...] = ()
     """The bucket's re-crawl records (empty for a crawl without re-crawl state)."""
+    merge: bool = False
+    """A restarted node's stored state of a bucket it does not own (module docstring): it may be
+    stale, so it is merged into the owner's state and releases an awaited bucket only when its
+    sender is the expected one."""
+    relay: str = ""
+    """Set: not a state (the sender lost the bucket before its awaited hand-off came); the receiver
+    awaits the hand-off of this node, the one the sender awaited, instead."""
 
 
 Message = UrlBatch | Handoff
@@ -142,14 +160,15 @@ def encode_batch(sender: str, seq: int, items: Sequence[CrawlItem]) -> bytes:
     return _header(sender, seq, _TYPE_BATCH) + _encode_items(items)
 
 
-def encode_handoff(sender: str, seq: int, state: BucketState, rows: Sequence[UrlRecord] = ()) -> bytes:
+def encode_handoff(sender: str, seq: int, state: BucketState, rows: Sequence[UrlRecord] = (),
+                   merge: bool = False, relay: str = "") -> bytes:
     """One :class:`Handoff` as bytes (queued items, seen keys and host clocks of a bucket,
-    and its re-crawl records if any)."""
+    and its re-crawl records if any; ``merge``, ``relay``: :class:`Handoff`'s)."""
     if not 0 <= state.bucket < state.n_buckets <= MAX_BUCKETS:
         raise ClusterError(f"bucket {state.bucket} outside 0..{state.n_buckets - 1}")
     keys = np.ascontiguousarray(state.seen_keys, dtype="<u8")
     rows_bytes = encode_rows(rows) if rows else b""
-    kind = _TYPE_HANDOFF_SECTIONS if state.settled else _TYPE_HANDOFF_ROWS if rows else _TYPE_HANDOFF
+    kind = _TYPE_HANDOFF_SECTIONS if state.settled or merge or relay else _TYPE_HANDOFF_ROWS if rows else _TYPE_HANDOFF
     parts = [
         _header(sender, seq, kind),
         _BUCKET.pack(state.bucket, state.n_buckets),
@@ -159,11 +178,18 @@ def encode_handoff(sender: str, seq: int, state: BucketState, rows: Sequence[Url
         _encode_hosts(state.hosts),
     ]
     if kind == _TYPE_HANDOFF_SECTIONS:
-        parts.append(bytes(((_HAS_ROWS if rows else 0) | _HAS_SETTLED,)))
+        sections = (_HAS_ROWS if rows else 0) | (_HAS_SETTLED if state.settled else 0) | (_IS_MERGE if merge else 0) \
+            | (_RELAY if relay else 0)
+        parts.append(bytes((sections,)))
     if rows:
         parts += [_U32.pack(len(rows_bytes)), rows_bytes]
     if state.settled:
         parts.append(_encode_settled(state.settled, state.settled_wall))
+    if relay:
+        raw = _utf8(relay)
+        if len(raw) > MAX_SENDER_BYTES:
+            raise ClusterError(f"relay node id must be 1..{MAX_SENDER_BYTES} utf-8 bytes, got {len(raw)}")
+        parts.append(bytes((len(raw),)) + raw)
     return b"".join(parts)
 
 
@@ -375,13 +401,19 @@ def _decode_handoff_message(reader: _Reader, sender: str, seq: int, kind: int) -
     sections = _HAS_ROWS if kind == _TYPE_HANDOFF_ROWS else 0
     if kind == _TYPE_HANDOFF_SECTIONS:
         (sections,) = reader.take(1, "hand-off sections")
-        if sections & ~(_HAS_ROWS | _HAS_SETTLED):
+        if sections & ~(_HAS_ROWS | _HAS_SETTLED | _IS_MERGE | _RELAY):
             raise ClusterError(f"unknown hand-off sections {sections:#x}")
     rows = _decode_rows(reader) if sections & _HAS_ROWS else ()
     if sections & _HAS_SETTLED:
         wall, settled = _decode_settled(reader)
         state = replace(state, settled=settled, settled_wall=wall)
-    return Handoff(sender, seq, state, rows)
+    relay = ""
+    if sections & _RELAY:
+        (length,) = reader.take(1, "relay length")
+        relay = reader.strings(np.array([length]), "relay")[0]
+        if not relay:
+            raise ClusterError("a relay without a node id")
+    return Handoff(sender, seq, state, rows, bool(sections & _IS_MERGE), relay)
 
 
 def _decode_settled(reader: _Reader) -> tuple[float, tuple[HostSettled, ...]]:

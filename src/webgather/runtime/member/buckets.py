@@ -37,7 +37,11 @@ while a bucket awaits it has its unacked deliveries of the bucket claimed at the
 beat (:meth:`BucketKeeper.claim_from_gone`): its own hand-off may be among them (read
 back by a receive it began before it lost the bucket, and never passed on), and releases
 the bucket; at ``handoff_timeout_s`` the bucket's never-read entries are looked at too,
-so a bucket starts empty only when its state is nowhere in its stream.
+so a bucket starts empty only when its state is nowhere in its stream. A bucket lost while still
+awaited is passed on with what it held and a relay (an empty hand-off naming the node it awaited): its
+new owner awaits that node's hand-off instead. A restarted node's stored state of a bucket it does not
+own (a merge hand-off, possibly stale) releases an awaited bucket only when it is the expected sender's;
+otherwise it is held and merged after the bucket's state.
 
 Robots rules and cookies move with the bucket: the exported state carries its
 hosts' settled robots state (with the seconds it stays fresh) and cookies
@@ -211,7 +215,14 @@ class BucketKeeper:
         if message is None:
             return [delivery]
         sender = message.sender if isinstance(message, Handoff) else None
-        action = self.ownership.classify(delivery, sender, self.alive)
+        merge = isinstance(message, Handoff) and message.merge
+        relay = message.relay if isinstance(message, Handoff) else ""
+        action = self.ownership.classify(delivery, sender, self.alive, merge, relay)
+        if action is Action.RELAY:
+            self.counts["relays_in"] += 1
+            self.ownership.relayed(delivery.bucket, relay, self.parts.clock.monotonic())
+            found = self._held_handoff(delivery.bucket)  # the relayed node's hand-off may be held already
+            return [delivery, *await self._release(delivery.bucket, *found)] if found is not None else [delivery]
         if action is Action.APPLY:
             self._apply(message)
             return [delivery]
@@ -331,14 +342,23 @@ class BucketKeeper:
         return acks
 
     def _held_handoff(self, bucket: int) -> tuple[Delivery, Handoff] | None:
-        """The first held delivery of awaited ``bucket`` that is a hand-off releasing it, taken out of held."""
+        """The first held delivery of awaited ``bucket`` that is a hand-off releasing it, taken out of held.
+        Relays from the expected sender among them re-target the bucket first (they stay held: acked with
+        the rest, applied as the empty states they are)."""
         waiting = self.ownership.awaiting[bucket]
+        handoffs: list[tuple[int, Delivery, Handoff]] = []
         for k, delivery in enumerate(waiting.held):
             try:
                 message = decode(delivery.payload)
             except ClusterError:
                 continue  # counted and logged once, when it is applied with the rest
-            if isinstance(message, Handoff) and releases(waiting, message.sender, self.alive):
+            if isinstance(message, Handoff):
+                handoffs.append((k, delivery, message))
+        for _k, _delivery, message in handoffs:
+            if message.relay and message.sender == waiting.expected:
+                self.ownership.relayed(bucket, message.relay, self.parts.clock.monotonic())
+        for k, delivery, message in handoffs:
+            if not message.relay and releases(waiting, message.sender, self.alive, message.merge):
                 del waiting.held[k]
                 return delivery, message
         return None
@@ -380,13 +400,16 @@ class BucketKeeper:
             self._leaving.set()
 
     async def _give_up_awaiting(self, bucket: int) -> None:
-        """Lost before its hand-off came: pass on what was held, and an empty hand-off."""
+        """Lost before its hand-off came: pass on what was held, then an empty hand-off that names the
+        node whose hand-off the new owner is to await (a relay; a plain empty hand-off if none was
+        expected)."""
         async with self.lock:
             waiting = self.ownership.take_awaiting(bucket)
             for delivery in waiting.held:  # in order: one bucket's stream
                 await send_retrying(self.transport, bucket, delivery.payload)
             await self._ack({bucket: [d.delivery_id for d in waiting.held]} if waiting.held else {})
-            await self._send_state(BucketState(bucket, self.parts.frontier.n_buckets))
+            state = BucketState(bucket, self.parts.frontier.n_buckets)
+            await self._send_states([state], relay=waiting.expected or "")
 
     def close(self) -> None:
         self.closed = True
@@ -443,7 +466,7 @@ class BucketKeeper:
         kept_hosts = self._keep(kept, now, adopt=False)
         self.crawl.forget_hosts(hosts - kept_hosts)
         if states:  # all sent before any is dropped: a crash re-sends, never loses
-            await self._send_states(states, rows)
+            await self._send_states(states, rows, merge)
         kept = self._won_back([s.bucket for s in states], merge)  # during the send: its copy comes back, merged
         for state, bucket_rows in zip(states, rows, strict=True):
             if state.bucket in kept:
@@ -495,15 +518,13 @@ class BucketKeeper:
             clocks.append(HostClock(clock.host, wait, clock.crawl_delay_s, clock.errors, clock.ip, clock.accepted))
         return BucketState(state.bucket, state.n_buckets, state.items, state.seen_keys, tuple(clocks))
 
-    async def _send_state(self, state: BucketState) -> None:
-        await self._send_states([state])
-
-    async def _send_states(self, states: list[BucketState], rows: Sequence[Sequence[UrlRecord]] = ()) -> None:
+    async def _send_states(self, states: list[BucketState], rows: Sequence[Sequence[UrlRecord]] = (),
+                           merge: bool = False, relay: str = "") -> None:
         messages = []
         for k, state in enumerate(states):
             self.seq += 1
             bucket_rows = rows[k] if rows else ()
-            messages.append((state.bucket, encode_handoff(self.node, self.seq, state, bucket_rows)))
+            messages.append((state.bucket, encode_handoff(self.node, self.seq, state, bucket_rows, merge, relay)))
             self.counts["handoff_items"] += len(state.items)
             self.counts["settled_out"] += len(state.settled)
             self.counts["rows_out"] += len(bucket_rows)
