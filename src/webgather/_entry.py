@@ -4,7 +4,8 @@ Importing the CLI takes about half a second (the config, the parser core, numpy)
 connects to Redis and reads its crawl before its own signal handling begins
 (:class:`~webgather.runtime.engine.signals.NodeSignals`). A SIGTERM in that gap killed the process
 (exit -15, outside :mod:`webgather.exitcodes`): a rolling restart, or a supervisor stopping a node
-that had just started, met it. So the first thing the process does is treat SIGTERM as Ctrl-C:
+that had just started, met it. So the first thing the process does is treat SIGTERM as Ctrl-C (through
+SIGINT's handler of the moment, which an asyncio runner replaces by one that cancels its main task):
 :exc:`KeyboardInterrupt`, which the CLI turns into one line and INTERRUPTED (130), nothing having
 been kept or lost yet. Once a command installs its own handling (a crawl's: leave gracefully), that
 takes over, and puts this one back when it ends. ``import webgather`` loads nothing heavy, so the gap
@@ -19,6 +20,10 @@ from __future__ import annotations
 
 import signal
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 __all__ = ["INTERRUPTED", "main"]
 
@@ -28,7 +33,7 @@ first use (a unit test checks that the two agree)."""
 
 def main() -> int:
     """``webgather``'s console script and ``python -m webgather``."""
-    signal.signal(signal.SIGTERM, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _as_sigint)
     try:  # every import inside: a SIGTERM may land in any of them
         from webgather.cli import main as run
 
@@ -41,6 +46,18 @@ def main() -> int:
     if code == INTERRUPTED:
         _exit(code)
     return code
+
+
+def _as_sigint(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM as Ctrl-C, through SIGINT's handler of the moment: while an asyncio runner runs the
+    command's loop, its handler cancels the main task (a KeyboardInterrupt raised in the loop's own
+    callbacks, a transport's read say, is logged by the loop as a fatal error with a traceback);
+    before it, the default handler raises KeyboardInterrupt where the process is."""
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler) and handler is not _as_sigint:
+        handler(signal.SIGINT, frame)
+        return
+    raise KeyboardInterrupt
 
 
 def _exit(code: int) -> None:

@@ -36,3 +36,28 @@ def test_a_sigterm_after_the_command_returned_ends_with_its_code() -> None:
                 "os.kill(os.getpid(), signal.SIGTERM)\ntime.sleep(5)\nraise SystemExit(99)")
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_sigterm_while_an_asyncio_loop_runs_cancels_its_main_task_without_a_traceback() -> None:
+    """Raised as a bare KeyboardInterrupt, it landed in a transport's read callback, which uvloop logged
+    as a fatal error with a traceback (a nemesis schedule: SIGTERM to a node connecting to Redis)."""
+    done = _run("import asyncio, os, signal, threading, time, uvloop, webgather.cli as cli, webgather._entry as entry\n"
+                "class Busy(asyncio.Protocol):\n"
+                "    def data_received(self, data):\n"
+                "        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()\n"
+                "        end = time.monotonic() + 1.0\n"
+                "        while time.monotonic() < end:\n"
+                "            pass\n"
+                "async def crawl():\n"
+                "    loop = asyncio.get_running_loop()\n"
+                "    server = await asyncio.start_server(lambda r, w: w.write(b'x'), '127.0.0.1', 0)\n"
+                "    port = server.sockets[0].getsockname()[1]\n"
+                "    try:\n"
+                "        await loop.create_connection(Busy, '127.0.0.1', port)\n"
+                "        await asyncio.sleep(30)\n"
+                "    except asyncio.CancelledError:\n"
+                "        print('cancelled', flush=True)\n"
+                "        raise\n"
+                "cli.main = lambda: uvloop.run(crawl())\nentry.main()")
+    assert done.returncode == ExitCode.INTERRUPTED, done.stderr
+    assert done.stdout == "cancelled\n" and done.stderr == "webgather: interrupted\n"
