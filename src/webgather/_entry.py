@@ -49,14 +49,28 @@ def main() -> int:
 
 
 def _as_sigint(signum: int, frame: FrameType | None) -> None:
-    """SIGTERM as Ctrl-C, through SIGINT's handler of the moment: while an asyncio runner runs the
-    command's loop, its handler cancels the main task (a KeyboardInterrupt raised in the loop's own
-    callbacks, a transport's read say, is logged by the loop as a fatal error with a traceback);
-    before it, the default handler raises KeyboardInterrupt where the process is."""
+    """SIGTERM as Ctrl-C. While an asyncio runner runs the command's loop, through its SIGINT handler,
+    which cancels the main task; on another running loop (or when SIGINT is ignored, as a shell does
+    for a background job, so no runner took it over), raised from a callback of its own. Raised where
+    the signal lands, a KeyboardInterrupt inside the loop's own callbacks (a transport's read, say) is
+    logged by uvloop as a fatal error with a traceback. Before any loop runs, raised where the process is."""
     handler = signal.getsignal(signal.SIGINT)
-    if callable(handler) and handler is not _as_sigint:
+    if callable(handler) and handler not in (_as_sigint, signal.default_int_handler):
         handler(signal.SIGINT, frame)
         return
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is not None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is not None:
+            loop.call_soon_threadsafe(_interrupt)
+            return
+    raise KeyboardInterrupt
+
+
+def _interrupt() -> None:
     raise KeyboardInterrupt
 
 

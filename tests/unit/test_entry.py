@@ -7,15 +7,23 @@ the early-SIGTERM cluster test under load.
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
+
+import pytest
 
 from webgather._entry import INTERRUPTED
 from webgather.exitcodes import ExitCode
 
 
-def _run(script: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False)
+def _run(script: str, *, sigint_ignored: bool = False) -> subprocess.CompletedProcess[str]:
+    """``script`` in a new interpreter (``sigint_ignored``: as a shell starts a background job)."""
+    def ignore() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False,
+                          preexec_fn=ignore if sigint_ignored else None)
 
 
 def test_the_entry_agrees_with_the_exit_table() -> None:
@@ -38,7 +46,8 @@ def test_a_sigterm_after_the_command_returned_ends_with_its_code() -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_a_sigterm_while_an_asyncio_loop_runs_cancels_its_main_task_without_a_traceback() -> None:
+@pytest.mark.parametrize("sigint_ignored", [False, True])
+def test_a_sigterm_while_an_asyncio_loop_runs_ends_it_without_a_traceback(sigint_ignored: bool) -> None:
     """Raised as a bare KeyboardInterrupt, it landed in a transport's read callback, which uvloop logged
     as a fatal error with a traceback (a nemesis schedule: SIGTERM to a node connecting to Redis)."""
     done = _run("import asyncio, os, signal, threading, time, uvloop, webgather.cli as cli, webgather._entry as entry\n"
@@ -58,6 +67,6 @@ def test_a_sigterm_while_an_asyncio_loop_runs_cancels_its_main_task_without_a_tr
                 "    except asyncio.CancelledError:\n"
                 "        print('cancelled', flush=True)\n"
                 "        raise\n"
-                "cli.main = lambda: uvloop.run(crawl())\nentry.main()")
+                "cli.main = lambda: uvloop.run(crawl())\nentry.main()", sigint_ignored=sigint_ignored)
     assert done.returncode == ExitCode.INTERRUPTED, done.stderr
     assert done.stdout == "cancelled\n" and done.stderr == "webgather: interrupted\n"
