@@ -52,19 +52,21 @@ def _state(bucket: int, queued: list[CrawlItem], fetched: list[CrawlItem]) -> Bu
     return frontier.export_bucket(bucket)
 
 
+@pytest.mark.parametrize("merge", [True, False])
 @pytest.mark.parametrize("n0_seen_alive", [False, True])
-async def test_a_restarted_nodes_stale_state_does_not_release_a_bucket(n0_seen_alive: bool) -> None:
-    """j1 joins (v2) and awaits bucket ``b`` from n1. In the stream: n0's stale merge state (two pages
-    queued), then n1's state (both fetched, a third page queued). Only the third page is queued at j1."""
+async def test_a_restarted_nodes_stale_state_does_not_release_a_bucket(n0_seen_alive: bool, merge: bool) -> None:
+    """j1 joins (v2) and awaits bucket ``b`` from n1. In the stream: n0's stale state (two pages
+    queued), then n1's state (both fetched, a third page queued). Only the third page is queued at j1.
+    ``merge``: what a restarted n0 found stored; else a dead n0's state re-sent under its id by the
+    coordinator's recovery (nemesis s3 seed 1084): older than what n1, alive, holds and sends."""
     v1 = initial(["n1"], M)
     v2 = plan_join(v1, "j1")
     bucket = next(b for b in range(M) if v2.owners[b] == "j1")
     host = next(f"h{i}.test" for i in range(10_000) if bucket_of(f"h{i}.test", M) == bucket)
     first, second, third = (_item(f"http://{host}/{p}") for p in ("", "a", "b"))
     hub = InProcessHub(M, FakeClock())
-    stale = encode_handoff("n0", 14, _state(bucket, [first, second], []), merge=True)
+    stale = encode_handoff("n0", 14, _state(bucket, [first, second], []), merge=merge)
     await hub.transport("n0").send(bucket, stale)
-    await hub.transport("n1").send(bucket, encode_handoff("n1", 11, _state(bucket, [third], [first, second])))
 
     ownership = Ownership("j1")
     ownership.adopt(v1, 0.0)
@@ -77,7 +79,10 @@ async def test_a_restarted_nodes_stale_state_does_not_release_a_bucket(n0_seen_a
                           crawl, ownership, transport, None,  # type: ignore[arg-type]
                           claim_idle_s=60.0, receive_block_s=0.0)
     keeper.members_alive({"j1", "n1", "n0"} if n0_seen_alive else {"j1", "n1"})
-    await keeper.process(await transport.receive([bucket], 10, 0))  # both in one read, n0's first
+    await keeper.process(await transport.receive([bucket], 10, 0))
+    assert not ownership.is_ready(bucket), "released on n0's stale state: it would fetch what n1 had fetched"
+    await hub.transport("n1").send(bucket, encode_handoff("n1", 11, _state(bucket, [third], [first, second])))
+    await keeper.process(await transport.receive([bucket], 10, 0))
 
     assert ownership.is_ready(bucket)
     assert keeper.counts["handoffs_in"] == 1 and keeper.counts["handoffs_merged"] == 1
@@ -96,6 +101,7 @@ def test_a_merge_state_releases_only_from_the_expected_sender() -> None:
     assert not releases(waiting, "n0", {"j1"}, merge=True)
     assert releases(waiting, "n0", {"j1"})  # a dead node's state re-sent under its id (a restore) does
     assert not releases(waiting, "n0", {"j1", "n0"})
+    assert not releases(waiting, "n0", {"j1", "n1"})  # ... but not while the expected sender lives
     own = Ownership("j1")
     own.adopt(initial(["n1"], M), 0.0)
     own.adopt(plan_join(initial(["n1"], M), "j1"), 1.0)

@@ -11,8 +11,8 @@ A node's buckets are in one of three states:
   acked): they were sent before the old owner stopped, and the seen keys that
   decide whether they are new are not here yet. The hand-off that releases the
   bucket comes from the owner in the node's previous table (``expected``), or
-  from any node that is no longer alive (a dead node's state is re-sent by the
-  coordinator under the dead node's id; a bucket awaited from a node that died
+  from a node that is no longer alive while the expected one is not alive either (a dead
+  node's state is re-sent by the coordinator under the dead node's id; a bucket awaited from a node that died
   before handing it over is re-sent by the awaiting node itself, from the
   dead node's checkpoint: :meth:`Ownership.gone`). After the import, held deliveries are
   applied in stream order and acked.
@@ -78,10 +78,16 @@ def releases(waiting: Awaiting, sender: str, alive: set[str], merge: bool = Fals
     (what a restarted node found stored for a bucket it does not own) releases only from the expected
     sender: from any other node it is older than the state the expected sender holds (the bucket moved
     on while that node was away), and imported first it would queue again the pages fetched since, whose
-    seen keys come later; held, it is merged after the bucket's state, only its new URLs queued."""
-    if merge:
-        return waiting.expected is None or sender == waiting.expected
-    return waiting.expected is None or sender == waiting.expected or sender not in alive
+    seen keys come later; held, it is merged after the bucket's state, only its new URLs queued.
+    A dead node's re-sent state releases only while the expected sender is not alive either: an
+    expected sender that lives holds the bucket's newer state and sends it (or relays, or is judged
+    silent); released on the dead node's older checkpoint first, the bucket fetched again the pages
+    the expected sender had fetched since (nemesis s3 seed 1084: n0 and n2 both declared dead, n1
+    restored n2's buckets and fetched, then handed them to the returning n0, which the coordinator's
+    re-send of n2's state released first)."""
+    if waiting.expected is None or sender == waiting.expected:
+        return True
+    return not merge and sender not in alive and waiting.expected not in alive
 
 
 @dataclass(frozen=True, slots=True)
