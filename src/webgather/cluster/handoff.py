@@ -70,6 +70,9 @@ class Awaiting:
     """When ``expected`` was first seen missing from the members (None: alive, or not seen missing)."""
     restored: bool = False
     """Its state was re-sent from ``expected``'s checkpoint (:meth:`Ownership.restored`)."""
+    earlier: str | None = None
+    """The bucket's owner in the table before the one ``expected`` owned it in (None: the same node,
+    or not known here): whom ``expected`` itself awaited, if it had just gained the bucket."""
 
 
 def releases(waiting: Awaiting, sender: str, alive: set[str], merge: bool = False) -> bool:
@@ -90,6 +93,13 @@ def releases(waiting: Awaiting, sender: str, alive: set[str], merge: bool = Fals
     return not merge and sender not in alive and waiting.expected not in alive
 
 
+def _earlier(before: BucketTable | None, old: BucketTable, bucket: int) -> str | None:
+    """The owner of ``bucket`` in ``before`` if it differs from its owner in ``old`` (the next table)."""
+    if before is None or before.n_buckets != old.n_buckets or before.owner(bucket) == old.owner(bucket):
+        return None
+    return before.owner(bucket)
+
+
 @dataclass(frozen=True, slots=True)
 class Transition:
     gained: tuple[int, ...] = ()
@@ -105,6 +115,8 @@ class Ownership:
     def __init__(self, node: str) -> None:
         self.node = node
         self.table: BucketTable | None = None
+        self.previous: BucketTable | None = None
+        """The table adopted before ``table``: who owned a bucket before its expected sender."""
         self.ready: set[int] = set()
         self.awaiting: dict[int, Awaiting] = {}
         self.leaving: set[int] = set()
@@ -120,7 +132,8 @@ class Ownership:
             return Transition()
         if old is not None and old.n_buckets != table.n_buckets:
             raise ClusterError(f"table has {table.n_buckets} buckets, this node has {old.n_buckets}")
-        self.table = table
+        before = self.previous  # the table before ``old``: whom the expected sender awaited
+        self.table, self.previous = table, old
         mine = {b for b, owner in enumerate(table.owners) if owner == self.node}
         if old is None:
             self.ready = mine
@@ -130,7 +143,7 @@ class Ownership:
         lost = sorted((self.ready | self.leaving) - mine)
         lost_awaiting = sorted(set(self.awaiting) - mine)
         for bucket in gained:
-            self.awaiting[bucket] = Awaiting(old.owner(bucket), now)
+            self.awaiting[bucket] = Awaiting(old.owner(bucket), now, earlier=_earlier(before, old, bucket))
         for bucket in lost:
             self.ready.discard(bucket)
             self.leaving.add(bucket)
@@ -183,20 +196,38 @@ class Ownership:
         held URL batches had queued again the pages ``to`` had fetched."""
         waiting = self.awaiting.get(bucket)
         if waiting is not None:
-            waiting.expected, waiting.since = to, now
+            waiting.expected, waiting.since, waiting.earlier = to, now, None
             waiting.claimed, waiting.gone_since, waiting.restored = False, None, False
+
+    def redirect(self, bucket: int, sender: str, relay: str = "", unheld: bool = False) -> str | None:
+        """The node that awaited ``bucket`` is to await instead, given a hand-off from ``sender``
+        (None: none). A relay from the expected sender names it. An *unheld* restore from the expected
+        sender (it died having gained the bucket in a table it never released it in: its checkpoints do
+        not list it) means the bucket's state is still with its owner before that sender, if this
+        node knows it and it is not this node: released on that empty state instead, the bucket
+        fetched again what its owner before had fetched, whose hand-off came later, held up by a full
+        store (nemesis file seed 173)."""
+        waiting = self.awaiting.get(bucket)
+        if waiting is None or sender != waiting.expected:
+            return None
+        if relay:
+            return relay
+        if unheld and waiting.earlier is not None and waiting.earlier != self.node:
+            return waiting.earlier
+        return None
 
     def handed_over(self, bucket: int) -> None:
         """The bucket's state was sent and dropped."""
         self.leaving.discard(bucket)
 
     def classify(self, delivery: Delivery, handoff_sender: str | None, alive: set[str],
-                 merge: bool = False, relay: str = "") -> Action:
+                 merge: bool = False, relay: str = "", unheld: bool = False) -> Action:
         """What to do with ``delivery`` (``handoff_sender``: its sender if it is a hand-off; ``merge``:
-        it is a merge hand-off, :func:`releases`; ``relay``: the node a relay names)."""
+        it is a merge hand-off, :func:`releases`; ``relay``: the node a relay names; ``unheld``: a dead
+        sender's restore of a bucket it never held, :meth:`redirect`)."""
         waiting = self.awaiting.get(delivery.bucket)
         if waiting is not None:
-            if relay and handoff_sender == waiting.expected:
+            if handoff_sender is not None and self.redirect(delivery.bucket, handoff_sender, relay, unheld):
                 return Action.RELAY
             if handoff_sender is not None and not relay and releases(waiting, handoff_sender, alive, merge):
                 return Action.RELEASE

@@ -47,6 +47,10 @@ the owner's state and never stands in for it (:func:`webgather.cluster.handoff.r
 Section bit 3 marks a *relay* (``Handoff.relay``): the sender lost a bucket it still awaited, so it
 has no state to give; its (empty) hand-off names, after the settled section, the node whose
 hand-off the new owner is to await instead: ``relay_len u8 | relay utf-8``.
+Section bit 4 marks an *unheld* restore (``Handoff.unheld``): sent under a dead node's id for a
+bucket that its last checkpoint says it did not hold (it gained the bucket in a table it never
+released it in); empty, like a relay, but the node to await is the one the receiver knows held the
+bucket before the dead node (:meth:`webgather.cluster.handoff.Ownership.redirect`).
 
 (a robots blob starts with a kind byte of :mod:`webgather.robots.compact`;
 cookies are :func:`webgather.fetch.cookies.encode_cookies`' JSON, checked value
@@ -111,6 +115,7 @@ _HAS_ROWS = 1
 _HAS_SETTLED = 2
 _IS_MERGE = 4
 _RELAY = 8
+_UNHELD = 16
 _ROBOTS_KINDS = b"ADRX"
 _HAS_ATTEMPT = 1
 _HAS_PRIORITY = 2
@@ -147,6 +152,9 @@ class Handoff:
     relay: str = ""
     """Set: not a state (the sender lost the bucket before its awaited hand-off came); the receiver
     awaits the hand-off of this node, the one the sender awaited, instead."""
+    unheld: bool = False
+    """A dead sender's restore for a bucket it never held (its checkpoints do not list it): not a
+    state either; the receiver awaits the bucket's owner before the sender, if it knows it."""
 
 
 Message = UrlBatch | Handoff
@@ -161,14 +169,14 @@ def encode_batch(sender: str, seq: int, items: Sequence[CrawlItem]) -> bytes:
 
 
 def encode_handoff(sender: str, seq: int, state: BucketState, rows: Sequence[UrlRecord] = (),
-                   merge: bool = False, relay: str = "") -> bytes:
+                   merge: bool = False, relay: str = "", unheld: bool = False) -> bytes:
     """One :class:`Handoff` as bytes (queued items, seen keys and host clocks of a bucket,
-    and its re-crawl records if any; ``merge``, ``relay``: :class:`Handoff`'s)."""
+    and its re-crawl records if any; ``merge``, ``relay``, ``unheld``: :class:`Handoff`'s)."""
     if not 0 <= state.bucket < state.n_buckets <= MAX_BUCKETS:
         raise ClusterError(f"bucket {state.bucket} outside 0..{state.n_buckets - 1}")
     keys = np.ascontiguousarray(state.seen_keys, dtype="<u8")
     rows_bytes = encode_rows(rows) if rows else b""
-    kind = _TYPE_HANDOFF_SECTIONS if state.settled or merge or relay else _TYPE_HANDOFF_ROWS if rows else _TYPE_HANDOFF
+    kind = _TYPE_HANDOFF_SECTIONS if state.settled or merge or relay or unheld else _TYPE_HANDOFF_ROWS if rows else _TYPE_HANDOFF
     parts = [
         _header(sender, seq, kind),
         _BUCKET.pack(state.bucket, state.n_buckets),
@@ -179,7 +187,7 @@ def encode_handoff(sender: str, seq: int, state: BucketState, rows: Sequence[Url
     ]
     if kind == _TYPE_HANDOFF_SECTIONS:
         sections = (_HAS_ROWS if rows else 0) | (_HAS_SETTLED if state.settled else 0) | (_IS_MERGE if merge else 0) \
-            | (_RELAY if relay else 0)
+            | (_RELAY if relay else 0) | (_UNHELD if unheld else 0)
         parts.append(bytes((sections,)))
     if rows:
         parts += [_U32.pack(len(rows_bytes)), rows_bytes]
@@ -401,7 +409,7 @@ def _decode_handoff_message(reader: _Reader, sender: str, seq: int, kind: int) -
     sections = _HAS_ROWS if kind == _TYPE_HANDOFF_ROWS else 0
     if kind == _TYPE_HANDOFF_SECTIONS:
         (sections,) = reader.take(1, "hand-off sections")
-        if sections & ~(_HAS_ROWS | _HAS_SETTLED | _IS_MERGE | _RELAY):
+        if sections & ~(_HAS_ROWS | _HAS_SETTLED | _IS_MERGE | _RELAY | _UNHELD):
             raise ClusterError(f"unknown hand-off sections {sections:#x}")
     rows = _decode_rows(reader) if sections & _HAS_ROWS else ()
     if sections & _HAS_SETTLED:
@@ -413,7 +421,7 @@ def _decode_handoff_message(reader: _Reader, sender: str, seq: int, kind: int) -
         relay = reader.strings(np.array([length]), "relay")[0]
         if not relay:
             raise ClusterError("a relay without a node id")
-    return Handoff(sender, seq, state, rows, bool(sections & _IS_MERGE), relay)
+    return Handoff(sender, seq, state, rows, bool(sections & _IS_MERGE), relay, bool(sections & _UNHELD))
 
 
 def _decode_settled(reader: _Reader) -> tuple[float, tuple[HostSettled, ...]]:

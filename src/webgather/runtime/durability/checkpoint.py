@@ -17,7 +17,8 @@ together with its disk loses no discovered URL and no archived page. Every
    after its record was written, so its record is in a closed file now;
 3. **puts** each bucket whose content changed under ``checkpoints/<node>/<bucket>``
    (the hand-off encoding, sender = this node, seq = the table version), then
-   ``checkpoints/<node>/manifest.json`` (the buckets it holds, the version, the time);
+   ``checkpoints/<node>/manifest.json`` (the buckets it holds with content, every bucket it
+   holds at all: ``held``, the version, the time);
 4. only then **acks** the deliveries of step 1 (:class:`HeldAcks` keeps every
    ack of the receive loop until then): a cross URL or hand-off received
    since the last checkpoint stays in its Redis stream, and the node that
@@ -143,6 +144,8 @@ class _Snapshot:
     changed: list[tuple[int, tuple[int, ...], bytes]]
     """(bucket, signature, payload) of those changed since their last put."""
     acks: dict[int, list[str]]
+    owned: list[int]
+    """Every bucket held, content or not (a bucket still awaited is not: its state is elsewhere)."""
 
 
 class Checkpointer:
@@ -261,8 +264,9 @@ class Checkpointer:
                 flying[frontier.in_flight_items[fp]].append(item)
             version = ownership.version or 0
             held: list[int] = []
+            owned = sorted(ownership.ready | ownership.leaving)
             changed: list[tuple[int, tuple[int, ...], bytes]] = []
-            for bucket in sorted(ownership.ready | ownership.leaving):
+            for bucket in owned:
                 state = snapshot_bucket(frontier, bucket, flying, node.parts.config.politeness.min_delay_s)
                 rows = keeper.rows.export(bucket) if keeper.rows is not None else []
                 if not (state.items or state.hosts or len(state.seen_keys) or rows):
@@ -272,7 +276,7 @@ class Checkpointer:
                 if self._signatures.get(bucket) != signature:  # its hosts' robots rules and cookies ride along
                     state = with_settled(node.parts, state)
                     changed.append((bucket, signature, encode_handoff(node.node_id, version, state, rows)))
-        return _Snapshot(version, node.parts.clock.wall(), held, changed, acks)
+        return _Snapshot(version, node.parts.clock.wall(), held, changed, acks, owned)
 
     def _put(self, snap: _Snapshot) -> None:
         node_id = self.node.node_id
@@ -281,7 +285,8 @@ class Checkpointer:
             self._signatures[bucket] = signature
             self.counts["bucket_puts"] += 1
             self.counts["bucket_bytes"] += len(payload)
-        manifest = {"node": node_id, "version": snap.version, "wall": round(snap.wall, 3), "buckets": snap.buckets}
+        manifest = {"node": node_id, "version": snap.version, "wall": round(snap.wall, 3), "buckets": snap.buckets,
+                    "held": snap.owned}
         self.store.put_bytes(manifest_key(node_id), json.dumps(manifest).encode())
 
     async def _ack(self, acks: dict[int, list[str]]) -> None:

@@ -7,7 +7,10 @@ the dead node's id (the hand-off the new owner awaits), the bucket's last
 checkpoint ``checkpoints/<dead>/<bucket>`` (written by
 :mod:`webgather.runtime.durability.checkpoint`, already a hand-off from the dead node),
 or an empty hand-off for a bucket that had no content at the dead node's last
-checkpoint. Everything the bucket received after that checkpoint is still in
+checkpoint. A bucket the dead node did not hold at all then (it gained it in a table it
+never released it in: it still awaited it) gets an *unheld* empty hand-off: its new owner
+awaits the bucket's owner before the dead node instead, whose hand-off is still to come
+(:meth:`~webgather.cluster.handoff.Ownership.redirect`). Everything the bucket received after that checkpoint is still in
 its stream, un-acked: the new owner claims it before it applies the hand-off's
 successors (``BucketKeeper._release``).
 
@@ -31,6 +34,7 @@ import asyncio
 import json
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from typing import Any
 
 from webgather.cluster.handoff import Ownership
@@ -65,12 +69,14 @@ def _read(store: SharedStore, dead: str, buckets: tuple[int, ...]) -> tuple[dict
     return manifest, {b: p for b, p in zip(wanted, payloads, strict=True) if p is not None}
 
 
-def _payload(dead: str, bucket: int, n_buckets: int, payload: bytes | None) -> tuple[bytes, int | None]:
+def _payload(dead: str, bucket: int, n_buckets: int, payload: bytes | None,
+             unheld: bool = False) -> tuple[bytes, int | None]:
     """The hand-off to send for ``bucket`` and its item count; None for a checkpoint that is
-    unreadable or not the dead node's hand-off of that bucket (the bucket then starts empty)."""
+    unreadable or not the dead node's hand-off of that bucket (the bucket then starts empty).
+    ``unheld``: the dead node's last manifest says it did not hold the bucket (:func:`_unheld`)."""
     empty = encode_handoff(dead, 0, BucketState(bucket, n_buckets))
     if payload is None:
-        return empty, 0
+        return (encode_handoff(dead, 0, BucketState(bucket, n_buckets), unheld=True) if unheld else empty), 0
     try:
         message = decode(payload)
     except ClusterError as exc:
@@ -84,6 +90,17 @@ def _payload(dead: str, bucket: int, n_buckets: int, payload: bytes | None) -> t
     return payload, len(message.state.items)
 
 
+def _unheld(manifest: dict[str, Any] | None) -> Callable[[int], bool]:
+    """Whether a bucket was not held at all by the node at its last checkpoint (the manifest's ``held``:
+    every bucket it owned and had released, content or not). Such a bucket was gained in a table the
+    node never released it in: its state is still with the owner before, whose hand-off is to come.
+    Unknown (no checkpoint, or a manifest without ``held``): False, the bucket is restored empty."""
+    if manifest is None or not isinstance(manifest.get("held"), list):
+        return lambda _bucket: False
+    held = {int(b) for b in manifest["held"] if isinstance(b, int)}
+    return lambda bucket: bucket not in held
+
+
 async def restore_from_store(dead: str, buckets: tuple[int, ...], *, store_url: str, n_buckets: int,
                              transport: UrlTransport, coordinator: Coordinator) -> dict[str, Any]:
     """Send ``dead``'s buckets from its checkpoints (module docstring); returns what was done.
@@ -95,8 +112,9 @@ async def restore_from_store(dead: str, buckets: tuple[int, ...], *, store_url: 
         raise BackendUnavailable(f"shared store: {exc}") from None
     wanted = buckets or tuple(sorted(found))
     messages, items, bad = [], 0, 0
+    unheld = _unheld(manifest)
     for bucket in wanted:
-        payload, count = _payload(dead, bucket, n_buckets, found.get(bucket))
+        payload, count = _payload(dead, bucket, n_buckets, found.get(bucket), unheld(bucket))
         messages.append((bucket, payload))
         items += count or 0
         bad += count is None

@@ -39,7 +39,9 @@ back by a receive it began before it lost the bucket, and never passed on), and 
 the bucket; at ``handoff_timeout_s`` the bucket's never-read entries are looked at too,
 so a bucket starts empty only when its state is nowhere in its stream. A bucket lost while still
 awaited is passed on with what it held and a relay (an empty hand-off naming the node it awaited): its
-new owner awaits that node's hand-off instead. A restarted node's stored state of a bucket it does not
+new owner awaits that node's hand-off instead. A dead node's restore of a bucket it never held (an
+*unheld* hand-off) acts as a relay to the bucket's owner before it, when this node knows that owner.
+A restarted node's stored state of a bucket it does not
 own (a merge hand-off, possibly stale) releases an awaited bucket only when it is the expected sender's;
 otherwise it is held and merged after the bucket's state.
 
@@ -217,10 +219,12 @@ class BucketKeeper:
         sender = message.sender if isinstance(message, Handoff) else None
         merge = isinstance(message, Handoff) and message.merge
         relay = message.relay if isinstance(message, Handoff) else ""
-        action = self.ownership.classify(delivery, sender, self.alive, merge, relay)
+        unheld = isinstance(message, Handoff) and message.unheld
+        target = self.ownership.redirect(delivery.bucket, sender, relay, unheld) if sender is not None else None
+        action = self.ownership.classify(delivery, sender, self.alive, merge, relay, unheld)
         if action is Action.RELAY:
             self.counts["relays_in"] += 1
-            self.ownership.relayed(delivery.bucket, relay, self.parts.clock.monotonic())
+            self.ownership.relayed(delivery.bucket, target or relay, self.parts.clock.monotonic())
             found = self._held_handoff(delivery.bucket)  # the relayed node's hand-off may be held already
             return [delivery, *await self._release(delivery.bucket, *found)] if found is not None else [delivery]
         if action is Action.APPLY:
@@ -355,8 +359,9 @@ class BucketKeeper:
             if isinstance(message, Handoff):
                 handoffs.append((k, delivery, message))
         for _k, _delivery, message in handoffs:
-            if message.relay and message.sender == waiting.expected:
-                self.ownership.relayed(bucket, message.relay, self.parts.clock.monotonic())
+            target = self.ownership.redirect(bucket, message.sender, message.relay, message.unheld)
+            if target is not None:
+                self.ownership.relayed(bucket, target, self.parts.clock.monotonic())
         for k, delivery, message in handoffs:
             if not message.relay and releases(waiting, message.sender, self.alive, message.merge):
                 del waiting.held[k]

@@ -113,7 +113,8 @@ async def test_a_checkpoint_puts_the_buckets_then_acks_and_a_failed_one_acks_not
     assert isinstance(message, Handoff) and message.sender == "n" and message.seq == 7
     assert in_flight is not None and in_flight.url in {i.url for i in message.state.items}
     assert len(message.state.items) == 3 and len(message.state.seen_keys) == 3
-    assert json.loads(store.get_bytes(manifest_key("n")) or b"")["buckets"] == [BUCKET]
+    manifest = json.loads(store.get_bytes(manifest_key("n")) or b"")
+    assert manifest["buckets"] == [BUCKET] and manifest["held"] == [BUCKET]
     good.close()
     frontier.close()
 
@@ -192,6 +193,25 @@ async def test_restore_sends_each_checkpoint_or_an_empty_handoff(tmp_path: Path)
     counters = await hub.coordinator().counters()
     assert counters["restored_buckets"] == 1 and counters["unrecoverable_buckets"] == 1
     frontier.close()
+
+
+@pytest.mark.parametrize("listed_held", [True, False])
+async def test_a_restore_marks_the_buckets_the_dead_node_did_not_hold(tmp_path: Path, listed_held: bool) -> None:
+    """Bucket 5 held and empty (no checkpoint of its own), bucket 6 not held at all (gained in a table
+    the node never released it in): only 6's empty hand-off is marked unheld, and only when the
+    manifest says what was held (an older one without ``held``: nothing is marked)."""
+    hub = InProcessHub(M, FakeClock())
+    store = FileStore(tmp_path / "shared")
+    manifest: dict[str, object] = {"node": "d", "version": 3, "buckets": []}
+    if listed_held:
+        manifest["held"] = [5]
+    store.put_bytes(manifest_key("d"), json.dumps(manifest).encode())
+    await restore_from_store("d", (5, 6), store_url=store.url, n_buckets=M,
+                             transport=hub.transport("r"), coordinator=hub.coordinator())
+    sent = {d.bucket: decode(d.payload) for d in await hub.transport("new").receive([5, 6], 10, 0)}
+    assert all(isinstance(m, Handoff) and m.sender == "d" and not m.state.items for m in sent.values())
+    assert not sent[5].unheld  # type: ignore[union-attr]
+    assert sent[6].unheld is listed_held  # type: ignore[union-attr]
 
 
 async def test_restore_before_any_checkpoint_is_no_loss(tmp_path: Path) -> None:

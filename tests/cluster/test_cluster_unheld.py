@@ -1,0 +1,107 @@
+"""A dead node's restore of a bucket it never held: the new owner awaits the owner before it.
+
+Seen in the nemesis (file seed 173, a full store): bucket ``b`` was n2's; n2 was stopped with SIGTERM
+and, leaving, had to ship its WARC files to the full store before it could send ``b``'s hand-off. The
+table gave ``b`` to n1, which was frozen (SIGSTOP) and declared dead; the next table gave ``b`` to n0,
+awaiting n1. n1's checkpoints did not hold ``b`` (it never had its state), so the restore sent an empty
+hand-off under n1's id, which released ``b`` at n0 empty: n0 fetched again a page it had fetched itself
+before ``b`` first moved. n2's hand-off came 2.7 s later, merged, too late. Now the restore marks such a
+hand-off *unheld* (the dead node's last manifest lists every bucket it held) and n0 awaits n2 instead.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from webgather.clock import FakeClock
+from webgather.cluster.handoff import Awaiting, Ownership
+from webgather.cluster.inprocess import InProcessHub
+from webgather.cluster.mapping import BucketTable, bucket_of
+from webgather.cluster.transport import UrlTransport
+from webgather.cluster.wire import Handoff, decode, encode_handoff
+from webgather.config import FrontierConfig, PolitenessConfig
+from webgather.frontier.bucket import BucketState
+from webgather.frontier.frontier import Frontier
+from webgather.frontier.model import CrawlItem
+from webgather.runtime.member.buckets import BucketKeeper
+from webgather.urls import fingerprint
+
+M = 16
+BUCKET = 5
+
+
+def _frontier() -> Frontier:
+    return Frontier.open(None, FrontierConfig(), PolitenessConfig(min_delay_s=0.5), n_buckets=M)
+
+
+def _item(url: str) -> CrawlItem:
+    return CrawlItem(url, fingerprint(url))
+
+
+def _table(version: int, owner: str) -> BucketTable:
+    return BucketTable(version, M, tuple(owner if b == BUCKET else "x" for b in range(M)))
+
+
+def _keeper(transport: UrlTransport, frontier: Frontier, owners: list[str]) -> BucketKeeper:
+    ownership = Ownership("n0")
+    for version, owner in enumerate(owners, 1):
+        ownership.adopt(_table(version, owner), float(version))
+    crawl = SimpleNamespace(add_local=frontier.add, adopt_hosts=lambda hosts: list(hosts))
+    keeper = BucketKeeper(SimpleNamespace(frontier=frontier, clock=FakeClock()),  # type: ignore[arg-type]
+                          crawl, ownership, transport, None,  # type: ignore[arg-type]
+                          claim_idle_s=60.0, receive_block_s=0.0)
+    keeper.members_alive({"n0", "n2", "x"})  # n1 is dead
+    return keeper
+
+
+@pytest.mark.parametrize("order", ["restore first", "state first"])
+async def test_an_unheld_restore_makes_the_new_owner_await_the_owner_before(order: str) -> None:
+    host = next(f"h{i}.test" for i in range(10_000) if bucket_of(f"h{i}.test", M) == BUCKET)
+    fetched, queued = _item(f"http://{host}/"), _item(f"http://{host}/a")
+    source = _frontier()  # n2's state: the first page fetched, the second queued
+    source.add([fetched, queued], 0.0)
+    taken, _ = source.next_ready(0.0)
+    assert taken is not None and taken.url == fetched.url
+    source.complete(taken, 1.0)
+    state = encode_handoff("n2", 5, source.export_bucket(BUCKET))
+    unheld = encode_handoff("n1", 0, BucketState(BUCKET, M), unheld=True)
+    hub = InProcessHub(M, FakeClock())
+    transport = hub.transport("n0")
+    frontier = _frontier()
+    n0 = _keeper(transport, frontier, ["n2", "n1", "n0"])
+    assert n0.ownership.awaiting[BUCKET] == Awaiting("n1", 3.0, earlier="n2")
+
+    first, second = (unheld, state) if order == "restore first" else (state, unheld)
+    await hub.transport("n1" if first is unheld else "n2").send(BUCKET, first)
+    await n0.process(await transport.receive([BUCKET], 10, 0))
+    assert not n0.ownership.is_ready(BUCKET), "released on an empty state: the fetched page comes again"
+    await hub.transport("n2" if first is unheld else "n1").send(BUCKET, second)
+    await n0.process(await transport.receive([BUCKET], 10, 0))
+
+    assert n0.ownership.is_ready(BUCKET)
+    assert n0.counts["relays_in"] == 1 and n0.counts["handoffs_in"] == 1
+    assert frontier.queued == 1, "the page n2 had fetched was queued again"
+    got, _ = frontier.next_ready(10.0)
+    assert got is not None and got.url == queued.url
+    assert await transport.pending_count(BUCKET) == 0
+
+
+async def test_an_unheld_restore_releases_empty_where_the_owner_before_is_not_known() -> None:
+    """n0 adopted no table in which another node owned the bucket before n1 (it skipped it, or it owned
+    the bucket itself then): the restore is what there is, the bucket starts from it."""
+    for owners in (["n1", "n0"], ["n0", "n1", "n0"]):
+        hub = InProcessHub(M, FakeClock())
+        transport = hub.transport("n0")
+        n0 = _keeper(transport, _frontier(), owners)
+        await hub.transport("n1").send(BUCKET, encode_handoff("n1", 0, BucketState(BUCKET, M), unheld=True))
+        await n0.process(await transport.receive([BUCKET], 10, 0))
+        assert n0.ownership.is_ready(BUCKET) and n0.counts["relays_in"] == 0
+
+
+def test_the_unheld_mark_travels_and_a_plain_hand_off_is_unchanged() -> None:
+    marked = decode(encode_handoff("n1", 0, BucketState(BUCKET, M), unheld=True))
+    plain = decode(encode_handoff("n1", 0, BucketState(BUCKET, M)))
+    assert isinstance(marked, Handoff) and marked.unheld and not marked.relay and not marked.merge
+    assert isinstance(plain, Handoff) and not plain.unheld
