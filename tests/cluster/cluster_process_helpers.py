@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 
@@ -45,9 +46,19 @@ async def start_webgather(*args: str) -> asyncio.subprocess.Process:
 
 async def finish(proc: asyncio.subprocess.Process, timeout_s: float) -> tuple[int, str]:
     """Wait for ``proc`` (killing its tree on timeout); its exit code and output."""
+    return await finish_sampling(proc, timeout_s, None)
+
+
+async def finish_sampling(proc: asyncio.subprocess.Process, timeout_s: float, sample: Callable[[], None] | None,
+                          every_s: float = 0.05) -> tuple[int, str]:
+    """:func:`finish`, calling ``sample()`` every ``every_s`` while ``proc`` runs (to watch its children)."""
     try:
         async with asyncio.timeout(timeout_s):
-            output, _ = await proc.communicate()
+            waiter = asyncio.ensure_future(proc.communicate())
+            while sample is not None and not waiter.done():
+                sample()
+                await asyncio.sleep(every_s)
+            output, _ = await waiter
     finally:
         if proc.returncode is None:
             kill_tree(proc.pid)

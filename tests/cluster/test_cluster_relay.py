@@ -8,9 +8,8 @@ whose page x had fetched; x's state came after it, merged, and could not unqueue
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
+from keeper_helpers import crawl_item, lone_keeper, plain_frontier
 
 from webgather.clock import FakeClock
 from webgather.cluster.handoff import Ownership
@@ -18,22 +17,18 @@ from webgather.cluster.inprocess import InProcessHub
 from webgather.cluster.mapping import BucketTable, bucket_of
 from webgather.cluster.transport import UrlTransport
 from webgather.cluster.wire import Handoff, decode, encode_batch, encode_handoff
-from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.frontier.frontier import Frontier
-from webgather.frontier.model import CrawlItem
 from webgather.runtime.member.buckets import BucketKeeper
-from webgather.urls import fingerprint
 
 M = 16
 BUCKET = 3
 
 
 def _frontier() -> Frontier:
-    return Frontier.open(None, FrontierConfig(), PolitenessConfig(min_delay_s=0.5), n_buckets=M)
+    return plain_frontier(M)
 
 
-def _item(url: str) -> CrawlItem:
-    return CrawlItem(url, fingerprint(url))
+_item = crawl_item
 
 
 def _table(version: int, owner: str) -> BucketTable:
@@ -44,12 +39,7 @@ def _keeper(node: str, transport: UrlTransport, frontier: Frontier) -> BucketKee
     ownership = Ownership(node)
     ownership.adopt(_table(1, "x"), 0.0)
     ownership.adopt(_table(2, "y"), 1.0)
-    crawl = SimpleNamespace(add_local=frontier.add, adopt_hosts=lambda hosts: list(hosts))
-    keeper = BucketKeeper(SimpleNamespace(frontier=frontier, clock=FakeClock()),  # type: ignore[arg-type]
-                          crawl, ownership, transport, None,  # type: ignore[arg-type]
-                          claim_idle_s=60.0, receive_block_s=0.0)
-    keeper.members_alive({"x", "y", "z"})
-    return keeper
+    return lone_keeper(ownership, transport, frontier, {"x", "y", "z"})
 
 
 @pytest.mark.parametrize("order", ["relay first", "state first"])

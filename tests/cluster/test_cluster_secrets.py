@@ -6,13 +6,11 @@ the crawl runs, this test reads ``/proc/PID/cmdline`` of every process of the tr
 
 from __future__ import annotations
 
-import asyncio
 import socket
-import sys
 from pathlib import Path
 
 from cluster_crawl_helpers import cluster_config, small_web, write_toml
-from cluster_process_helpers import children, kill_tree
+from cluster_process_helpers import children, finish_sampling, start_webgather
 
 from webgather.cluster.embedded import EmbeddedRedis
 from webgather.testweb import TestWebServer, WebModel
@@ -66,23 +64,12 @@ async def test_workers_get_the_redis_password_outside_argv(tmp_path: Path) -> No
         async with TestWebServer(WebModel(params)) as srv:
             config = cluster_config(params, out, srv.write_resolve_file(tmp_path / "resolve.txt"))
             toml = write_toml(config, tmp_path / "crawl.toml")
-            proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-m", "webgather", "crawl", srv.home_url(0), "--out", str(out), "--config", str(toml),
-                "--no-progress", "--workers", "2", "--redis-file", str(url_file), "--crawl", "secret-test",
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT)
+            proc = await start_webgather("crawl", srv.home_url(0), "--out", str(out), "--config", str(toml),
+                                         "--no-progress", "--workers", "2", "--redis-file", str(url_file),
+                                         "--crawl", "secret-test")
             seen: list[list[str]] = []
-            try:
-                async with asyncio.timeout(90):
-                    waiter = asyncio.ensure_future(proc.communicate())
-                    while not waiter.done():
-                        seen.extend(_argvs(proc.pid))
-                        await asyncio.sleep(0.05)
-                    output = (await waiter)[0].decode(errors="replace")
-            finally:
-                if proc.returncode is None:
-                    kill_tree(proc.pid)
-                    await proc.wait()
-    assert proc.returncode == 0, output
+            code, output = await finish_sampling(proc, 90, lambda: seen.extend(_argvs(proc.pid)))
+    assert code == 0, output
     workers = {tuple(a) for a in seen if "--node-id" in a}
     assert {a[a.index("--node-id") + 1] for a in workers} == {"w0", "w1"}, seen
     assert not [a for a in seen if any(SECRET in part for part in a)]

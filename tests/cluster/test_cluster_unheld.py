@@ -11,9 +11,8 @@ hand-off *unheld* (the dead node's last manifest lists every bucket it held) and
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import pytest
+from keeper_helpers import crawl_item, lone_keeper, plain_frontier
 
 from webgather.clock import FakeClock
 from webgather.cluster.handoff import Awaiting, Ownership
@@ -21,23 +20,19 @@ from webgather.cluster.inprocess import InProcessHub
 from webgather.cluster.mapping import BucketTable, bucket_of
 from webgather.cluster.transport import UrlTransport
 from webgather.cluster.wire import Handoff, decode, encode_handoff
-from webgather.config import FrontierConfig, PolitenessConfig
 from webgather.frontier.bucket import BucketState
 from webgather.frontier.frontier import Frontier
-from webgather.frontier.model import CrawlItem
 from webgather.runtime.member.buckets import BucketKeeper
-from webgather.urls import fingerprint
 
 M = 16
 BUCKET = 5
 
 
 def _frontier() -> Frontier:
-    return Frontier.open(None, FrontierConfig(), PolitenessConfig(min_delay_s=0.5), n_buckets=M)
+    return plain_frontier(M)
 
 
-def _item(url: str) -> CrawlItem:
-    return CrawlItem(url, fingerprint(url))
+_item = crawl_item
 
 
 def _table(version: int, owner: str) -> BucketTable:
@@ -48,12 +43,7 @@ def _keeper(transport: UrlTransport, frontier: Frontier, owners: list[str]) -> B
     ownership = Ownership("n0")
     for version, owner in enumerate(owners, 1):
         ownership.adopt(_table(version, owner), float(version))
-    crawl = SimpleNamespace(add_local=frontier.add, adopt_hosts=lambda hosts: list(hosts))
-    keeper = BucketKeeper(SimpleNamespace(frontier=frontier, clock=FakeClock()),  # type: ignore[arg-type]
-                          crawl, ownership, transport, None,  # type: ignore[arg-type]
-                          claim_idle_s=60.0, receive_block_s=0.0)
-    keeper.members_alive({"n0", "n2", "x"})  # n1 is dead
-    return keeper
+    return lone_keeper(ownership, transport, frontier, {"n0", "n2", "x"})  # n1 is dead
 
 
 @pytest.mark.parametrize("order", ["restore first", "state first"])
