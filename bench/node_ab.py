@@ -93,9 +93,14 @@ def run_variant(variant: Variant, args: argparse.Namespace, seed: str, resolve: 
             os.environ["PYTHONPATH"] = before
 
 
+def _tail_s(run: vs.Run) -> float | None:
+    """The command's wall time beyond its last page (start-up, the end's detection, shutdown, exit)."""
+    return None if run.last_page_s is None else run.wall_s - run.last_page_s
+
+
 def report(variants: list[Variant]) -> str:
     lines = ["variant        pages  pages/s  CPU ms/page (runs)                      peak RSS MiB  CPU ratio"
-             "  paired  pages/s paired  99 % s  last s"]
+             "  paired  pages/s paired  99 % s  last s  tail s"]
     base_cpu = None
     for v in variants:
         ok = [r for r in v.runs if r.ok and r.pages]
@@ -109,7 +114,8 @@ def report(variants: list[Variant]) -> str:
                      f"  {cpu:.3f} ({each}){'':<{max(0, 26 - len(each))}}"
                      f"  {statistics.median(r.peak_rss_mib for r in ok):>10.1f}  {cpu / base_cpu:.3f}"
                      f"  {paired_ratio(v, variants[0])}  {paired_speed(v, variants[0]):>14}"
-                     f"  {_median_s([r.pages_99_s for r in ok]):>6}  {_median_s([r.last_page_s for r in ok]):>6}")
+                     f"  {_median_s([r.pages_99_s for r in ok]):>6}  {_median_s([r.last_page_s for r in ok]):>6}"
+                     f"  {_median_s([_tail_s(r) for r in ok]):>6}")
     return "\n".join(lines)
 
 

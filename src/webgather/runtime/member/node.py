@@ -69,6 +69,7 @@ from webgather.runtime.cycle.cluster import NodeCycle, RowStore
 from webgather.runtime.member.fence import keeping_alive
 from webgather.runtime.member.page_gate import PageGate
 from webgather.runtime.member.figures import node_info, node_summary
+from webgather.runtime.member.nudge import Nudge
 from webgather.runtime.durability.checkpoint import Checkpointer, HeldAcks
 from webgather.runtime.durability.losses import Losses, release_overdue
 from webgather.runtime.durability.recovery import holding_key, lock_held, recover_node
@@ -156,6 +157,8 @@ class ClusterNode:
         self.reason = ""
         self._leaving = self._closing = self._lease_held = False
         self._end = asyncio.Event()
+        self._nudge_beat, self._nudge_tick = Nudge(), Nudge()  # the crawl's end without sleeps (nudge module)
+        self._published_probe = -1
         self.checkpoints = None if store is None or self.acks is None else Checkpointer(
             self, self.watched(store), self.acks)
         """The checkpoint loop (``--shared-store``); the caller runs it beside :meth:`run`."""
@@ -316,21 +319,22 @@ class ClusterNode:
             log.warning(f"webgather node {self.node_id}: backend unavailable, unsent cross URLs dropped "
                         "(their pages were not completed and will be fetched again)")
 
-    async def _beat_wait(self) -> None:
-        """``heartbeat_s``, cut short once the node is idle (looked at every ``IDLE_BEAT_S``): the
-        crawl may be ending, its end takes two waves of beats and ticks, and a node waiting out
-        a whole beat after its last page held the end of a 2-worker crawl back by up to 0.5 s."""
+    async def _beat_wait(self, nudge: Nudge) -> None:
+        """``heartbeat_s``, cut short once the node is idle (looked at every ``IDLE_BEAT_S``, or at
+        once when ``nudge``d): the crawl may be ending, its end takes two waves of beats and ticks,
+        and a node waiting out a whole beat after its last page held the end of a 2-worker crawl
+        back by up to 0.5 s."""
         waited = 0.0
         while waited < self.cfg.heartbeat_s and not self._closing:
             step = min(IDLE_BEAT_S, self.cfg.heartbeat_s - waited)
-            await asyncio.sleep(step)
+            await nudge.wait(step)
             waited += step
             if self.idle():
                 return
 
     async def _beat_loop(self) -> None:
         while not self._closing:
-            await self._beat_wait()
+            await self._beat_wait(self._nudge_beat)
             try:
                 await self._beat()
             except BackendUnavailable as exc:
@@ -347,12 +351,20 @@ class ClusterNode:
                 self._lease_held = await self.coordinator.try_lease(self.node_id, self.cfg.member_ttl_s)
                 self._backend_answered()  # a beat held up by other work (the keeper's lock) is not silence
                 if self._lease_held:
-                    await self.coordinating.tick()
+                    await self._tick()
             except BackendUnavailable as exc:
                 self._backend_failed(exc)
             except CannotContinue as exc:
                 self.give_up(exc, "backend lost its data")
-            await self._beat_wait()
+            await self._beat_wait(self._nudge_tick)
+
+    async def _tick(self) -> None:
+        """One coordinator tick; if it moved the crawl's end along (a probe, ``done``), beat at once."""
+        coordinating = self.coordinating
+        before = coordinating.probe, len(coordinating.events)
+        await coordinating.tick()
+        if (coordinating.probe, len(coordinating.events)) != before and self.idle():
+            self._nudge_beat.set()
 
     async def _watch_loop(self) -> None:
         while not self._closing:
@@ -421,6 +433,10 @@ class ClusterNode:
         sent_at = self.parts.clock.monotonic()
         await coord.heartbeat(self.node_id, node_info(self, counters), self.cfg.member_ttl_s)
         self.gate.renewed(sent_at)
+        if counters.get("probe", 0) != self._published_probe:  # the coordinator's next tick can go on now
+            self._published_probe = counters.get("probe", 0)
+            if self.idle():
+                self._nudge_tick.set()
         if self._lease_held:  # renew here too: a long tick (a recovery) must not lose the lease
             self._lease_held = await coord.try_lease(self.node_id, self.cfg.member_ttl_s)
 
