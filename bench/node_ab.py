@@ -63,7 +63,13 @@ def apply_env(variants: list[Variant], settings: list[str]) -> None:
 
 
 def crawl_command(variant: Variant, seed: str, resolve: Path, config: Path, scratch: Path, concurrency: int) -> list[str]:
-    code = f"import os, sys; os.environ.update({variant.env!r}); sys.path.insert(0, {str(variant.tree)!r}); from webgather.cli import main; sys.exit(main())"
+    # as the console script runs it (its entry ends the process); a tree from before the entry: its CLI
+    code = (f"import os, sys; os.environ.update({variant.env!r}); sys.path.insert(0, {str(variant.tree)!r})\n"
+            "import importlib.util\n"
+            "if importlib.util.find_spec('webgather._entry'):\n"
+            "    import webgather._entry as entry\n"
+            "    entry.run() if hasattr(entry, 'run') else sys.exit(entry.main())\n"
+            "from webgather.cli import main\nsys.exit(main())")
     return [sys.executable, "-c", code, "crawl", seed, "--out", str(scratch / "out"), "--resolve", str(resolve),
             "--delay", "0", "--concurrency", str(concurrency), "--scope", "domains", "--domain", vs.DOMAIN,
             "--config", str(config), "--no-progress", *_loopback_allowed(variant.tree), *variant.extra]

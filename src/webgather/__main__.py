@@ -1,3 +1,3 @@
-from webgather._entry import main
+from webgather._entry import run
 
-raise SystemExit(main())
+run()

@@ -14,25 +14,31 @@ left is the interpreter's own start-up.
 An interrupted process ends with ``os._exit`` once the exit handlers ran: CPython 3.11 marks a
 ``KeyboardInterrupt`` that passed through ``exec`` of a string (a dataclass being created, say) as
 unhandled even when it was caught, and would then end the process by SIGINT (exit -2), not 130.
+
+The console script (:func:`run`) ends every command that way: by then the command has closed what
+it wrote (its summary is the last file), and the interpreter's own teardown (freeing some 570
+modules and the crawl's objects) only added to the time a crawl takes beyond its last page: about
+0.1 s measured at load 4.5 (``import`` of the crawl's modules then exit: 570 ms median of six,
+against 480 ms with ``os._exit``).
 """
 
 from __future__ import annotations
 
 import signal
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from types import FrameType
 
-__all__ = ["INTERRUPTED", "main"]
+__all__ = ["INTERRUPTED", "main", "run"]
 
 INTERRUPTED = 130
 """``webgather.exitcodes.ExitCode.INTERRUPTED``, kept here so no import stands before the handler's
 first use (a unit test checks that the two agree)."""
 
 def main() -> int:
-    """``webgather``'s console script and ``python -m webgather``."""
+    """The command line: the command's exit code (:func:`run` ends the process with it)."""
     signal.signal(signal.SIGTERM, _as_sigint)
     try:  # every import inside: a SIGTERM may land in any of them
         from webgather.cli import main as run
@@ -46,6 +52,17 @@ def main() -> int:
     if code == INTERRUPTED:
         _exit(code)
     return code
+
+
+def run() -> NoReturn:
+    """``webgather``'s console script and ``python -m webgather``: :func:`main`, then end the process
+    with its code, after the exit handlers and stdio's flush, without the interpreter's teardown."""
+    code = main()
+    import threading
+
+    # as the interpreter's exit begins: the executors' workers finish their work, other threads are joined
+    threading._shutdown()  # type: ignore[attr-defined]
+    _exit(code)
 
 
 def _as_sigint(signum: int, frame: FrameType | None) -> None:
@@ -74,7 +91,7 @@ def _interrupt() -> None:
     raise KeyboardInterrupt
 
 
-def _exit(code: int) -> None:
+def _exit(code: int) -> NoReturn:
     """End now with ``code``, after the exit handlers (logging's flush among them) and stdio's flush."""
     import atexit
     import os

@@ -103,6 +103,8 @@ PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
                                                                  "handlers before os._exit",
     ("_entry.py", "atexit._run_exitfuncs"): FOREIGN + ": CPython has no public way to run the atexit handlers "
                                             "before os._exit (an interrupted process ends through it)",
+    ("_entry.py", "threading._shutdown"): FOREIGN + ": CPython has no public way to finish the executors' "
+                                          "workers and join the other threads before os._exit, as its exit does",
     ("testweb/server.py", "server._ids"): "the test server's connection protocol, a friend class in its module",
     ("testweb/server.py", "self.server._connections"): "the test server's connection protocol, a friend class "
                                                        "in its module",
