@@ -184,3 +184,25 @@ async def test_held_submits_count_against_the_bound(tmp_path: Path) -> None:
     await writer.drain()
     writer.close()
     assert len(list(read_crawl_log(tmp_path / "crawl.log.jsonl"))) == 12
+
+
+@pytest.mark.parametrize("call", ["rotate", "write", "drain"])
+async def test_a_waiter_cancelled_mid_call_does_not_fail_the_writer(tmp_path: Path, call: str) -> None:
+    """The crawl stopping cancels a task that awaits the writer (nemesis file seed 24: a rotate for a
+    checkpoint when Redis lost its data): the job is still done, and the writer goes on and closes."""
+    writer = ArchiveWriter.open(tmp_path, "n1", StoreConfig())
+    gate = threading.Event()  # the writer's thread is held in the first job's callback until it is set
+    writer.submit_fetch(page("http://example.com/held"), {"url": "http://example.com/held"}, None,
+                        on_ref=lambda _ref: gate.wait(5))
+    calls = {"rotate": writer.rotate, "drain": writer.drain,
+             "write": lambda: writer.write(page("http://example.com/w"), {"url": "http://example.com/w"})}
+    task = asyncio.ensure_future(calls[call]())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    gate.set()
+    assert await writer.write(page("http://example.com/after"), {"url": "http://example.com/after"}) is not None
+    writer.close()
+    urls = [e["url"] for e in read_crawl_log(tmp_path / "crawl.log.jsonl")]
+    assert urls[0] == "http://example.com/held" and urls[-1] == "http://example.com/after"
