@@ -10,9 +10,9 @@ or an empty hand-off for a bucket that had no content at the dead node's last
 checkpoint. A bucket the dead node did not hold at all then (it gained it in a table it
 never released it in: it still awaited it) gets an *unheld* empty hand-off: its new owner
 awaits the bucket's owner before the dead node instead, whose hand-off is still to come
-(:meth:`~webgather.cluster.handoff.Ownership.redirect`). Everything the bucket received after that checkpoint is still in
-its stream, un-acked: the new owner claims it before it applies the hand-off's
-successors (``BucketKeeper._release``).
+(:meth:`~webgather.cluster.handoff.Ownership.redirect`). Everything the bucket received
+after that checkpoint is still in its stream, un-acked: the new owner claims it before it
+applies the hand-off's successors (``BucketKeeper._release``).
 
 A node that never completed a checkpoint (no ``manifest.json``) loses
 nothing either: it had acked nothing (:class:`~webgather.runtime.durability.checkpoint.HeldAcks`
@@ -33,8 +33,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from webgather.cluster.handoff import Ownership
