@@ -71,8 +71,8 @@ class Awaiting:
     restored: bool = False
     """Its state was re-sent from ``expected``'s checkpoint (:meth:`Ownership.restored`)."""
     earlier: str | None = None
-    """The bucket's owner in the table before the one ``expected`` owned it in (None: the same node,
-    or not known here): whom ``expected`` itself awaited, if it had just gained the bucket."""
+    """The bucket's owner before ``expected``, in the tables this node adopted (None: not known here):
+    whom ``expected`` itself awaited, if it had gained the bucket and not released it yet."""
 
 
 def releases(waiting: Awaiting, sender: str, alive: set[str], merge: bool = False) -> bool:
@@ -93,13 +93,6 @@ def releases(waiting: Awaiting, sender: str, alive: set[str], merge: bool = Fals
     return not merge and sender not in alive and waiting.expected not in alive
 
 
-def _earlier(before: BucketTable | None, old: BucketTable, bucket: int) -> str | None:
-    """The owner of ``bucket`` in ``before`` if it differs from its owner in ``old`` (the next table)."""
-    if before is None or before.n_buckets != old.n_buckets or before.owner(bucket) == old.owner(bucket):
-        return None
-    return before.owner(bucket)
-
-
 @dataclass(frozen=True, slots=True)
 class Transition:
     gained: tuple[int, ...] = ()
@@ -115,8 +108,9 @@ class Ownership:
     def __init__(self, node: str) -> None:
         self.node = node
         self.table: BucketTable | None = None
-        self.previous: BucketTable | None = None
-        """The table adopted before ``table``: who owned a bucket before its expected sender."""
+        self.owned_before: dict[int, str] = {}
+        """Per bucket, its owner before its owner in ``table`` (in the tables adopted here; a table that
+        left the bucket with the same owner changes nothing): whom an expected sender awaited."""
         self.ready: set[int] = set()
         self.awaiting: dict[int, Awaiting] = {}
         self.leaving: set[int] = set()
@@ -132,8 +126,7 @@ class Ownership:
             return Transition()
         if old is not None and old.n_buckets != table.n_buckets:
             raise ClusterError(f"table has {table.n_buckets} buckets, this node has {old.n_buckets}")
-        before = self.previous  # the table before ``old``: whom the expected sender awaited
-        self.table, self.previous = table, old
+        self.table = table
         mine = {b for b, owner in enumerate(table.owners) if owner == self.node}
         if old is None:
             self.ready = mine
@@ -143,7 +136,10 @@ class Ownership:
         lost = sorted((self.ready | self.leaving) - mine)
         lost_awaiting = sorted(set(self.awaiting) - mine)
         for bucket in gained:
-            self.awaiting[bucket] = Awaiting(old.owner(bucket), now, earlier=_earlier(before, old, bucket))
+            self.awaiting[bucket] = Awaiting(old.owner(bucket), now, earlier=self.owned_before.get(bucket))
+        for bucket, (was, owner) in enumerate(zip(old.owners, table.owners, strict=True)):
+            if was != owner:
+                self.owned_before[bucket] = was
         for bucket in lost:
             self.ready.discard(bucket)
             self.leaving.add(bucket)
