@@ -98,3 +98,29 @@ def test_the_unheld_mark_travels_and_a_plain_hand_off_is_unchanged() -> None:
     plain = decode(encode_handoff("n1", 0, BucketState(BUCKET, M)))
     assert isinstance(marked, Handoff) and marked.unheld and not marked.relay and not marked.merge
     assert isinstance(plain, Handoff) and not plain.unheld
+
+
+async def test_an_unheld_restore_among_claimed_deliveries_redirects_and_releases_nothing() -> None:
+    """n0 awaits the bucket from n2 (the owner before it: n1); both are dead. n2's unheld restore is
+    pending in the stream, claimed with the rest at a beat: it redirects the bucket to n1, and does not
+    release it empty on the way (nemesis file seed 25); n1's restored state then does."""
+    host = next(f"h{i}.test" for i in range(10_000) if bucket_of(f"h{i}.test", M) == BUCKET)
+    fetched, queued = _item(f"http://{host}/"), _item(f"http://{host}/a")
+    source = _frontier()
+    source.add([fetched, queued], 0.0)
+    taken, _ = source.next_ready(0.0)
+    assert taken is not None
+    source.complete(taken, 1.0)
+    hub = InProcessHub(M, FakeClock())
+    transport, frontier = hub.transport("n0"), _frontier()
+    n0 = _keeper(transport, frontier, ["n1", "n2", "n0"])
+    n0.members_alive({"n0", "x"})
+    assert n0.ownership.awaiting[BUCKET] == Awaiting("n2", 3.0, earlier="n1")
+    await hub.transport("r").send(BUCKET, encode_handoff("n2", 0, BucketState(BUCKET, M), unheld=True))
+    assert len(await hub.transport("gone").receive([BUCKET], 10, 0)) == 1  # pending, its reader dead
+    await n0.claim_from_gone()
+    assert not n0.ownership.is_ready(BUCKET), "released on an empty state: the fetched page comes again"
+    assert n0.ownership.awaiting[BUCKET].expected == "n1"
+    await hub.transport("r").send(BUCKET, encode_handoff("n1", 0, source.export_bucket(BUCKET)))
+    await n0.process(await transport.receive([BUCKET], 10, 0))
+    assert n0.ownership.is_ready(BUCKET) and frontier.queued == 1

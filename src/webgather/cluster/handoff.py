@@ -75,7 +75,7 @@ class Awaiting:
     whom ``expected`` itself awaited, if it had gained the bucket and not released it yet."""
 
 
-def releases(waiting: Awaiting, sender: str, alive: set[str], merge: bool = False) -> bool:
+def releases(waiting: Awaiting, sender: str, alive: set[str], merge: bool = False, unheld: bool = False) -> bool:
     """A hand-off from ``sender`` releases the bucket awaited as ``waiting``: it is the expected sender's,
     or a node's that is no longer alive (a dead node's state re-sent under its id). A ``merge`` hand-off
     (what a restarted node found stored for a bucket it does not own) releases only from the expected
@@ -87,10 +87,13 @@ def releases(waiting: Awaiting, sender: str, alive: set[str], merge: bool = Fals
     silent); released on the dead node's older checkpoint first, the bucket fetched again the pages
     the expected sender had fetched since (nemesis s3 seed 1084: n0 and n2 both declared dead, n1
     restored n2's buckets and fetched, then handed them to the returning n0, which the coordinator's
-    re-send of n2's state released first)."""
+    re-send of n2's state released first). An *unheld* restore is no state at all: from the expected
+    sender it stands for the state that sender never had (when this node knows no owner before it,
+    :meth:`Ownership.redirect`); from another node it releases nothing (nemesis file seed 25: the unheld
+    restore of a dead n2, which had redirected the bucket to the dead n1, then released it empty)."""
     if waiting.expected is None or sender == waiting.expected:
         return True
-    return not merge and sender not in alive and waiting.expected not in alive
+    return not merge and not unheld and sender not in alive and waiting.expected not in alive
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +228,7 @@ class Ownership:
         if waiting is not None:
             if handoff_sender is not None and self.redirect(delivery.bucket, handoff_sender, relay, unheld):
                 return Action.RELAY
-            if handoff_sender is not None and not relay and releases(waiting, handoff_sender, alive, merge):
+            if handoff_sender is not None and not relay and releases(waiting, handoff_sender, alive, merge, unheld):
                 return Action.RELEASE
             waiting.held.append(delivery)
             return Action.HOLD

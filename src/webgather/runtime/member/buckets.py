@@ -363,7 +363,7 @@ class BucketKeeper:
             if target is not None:
                 self.ownership.relayed(bucket, target, self.parts.clock.monotonic())
         for k, delivery, message in handoffs:
-            if not message.relay and releases(waiting, message.sender, self.alive, message.merge):
+            if not message.relay and releases(waiting, message.sender, self.alive, message.merge, message.unheld):
                 del waiting.held[k]
                 return delivery, message
         return None
