@@ -236,10 +236,20 @@ class Checkpointer:
                 wait_s = min(RETRY_MAX_S, 2 * wait_s)
         raise StoreError(f"node {self.node.node_id}: closed before its WARC files could be shipped")
 
-    async def ack_held(self) -> None:
+    async def left(self) -> None:
         """After a graceful leave: every bucket went out in a hand-off (a stream message the new owner
-        keeps until its own checkpoint), so what was applied here needs no checkpoint to be acked."""
+        keeps until its own checkpoint), so what was applied here needs no checkpoint to be acked; and
+        the manifest says the node holds nothing. Left listing the buckets it handed over, it stood for
+        their state if the node came back under its id and died before its first checkpoint: the restore
+        sent those old states, and their new owner fetched again what had been fetched since (nemesis
+        file seed 25). A store that fails here leaves the old manifest: said once, the leave goes on."""
         await self._ack(self.acks.take())
+        empty = _Snapshot(self.node.ownership.version or 0, self.node.parts.clock.wall(), [], [], {}, [])
+        try:
+            await self._in_thread(self._put, empty)
+        except StoreError as exc:
+            log.warning("node %s: left, but its checkpoint manifest still lists its old buckets: %s",
+                        self.node.node_id, exc)
 
     def close(self) -> None:
         self.closed = True

@@ -344,7 +344,7 @@ async def _run_node(node: ClusterNode, on_start: Callable[[ClusterNode], None] |
                 signals.detach()
             shown.cancel()
         if checkpoints is not None and summary["end"] == "left":
-            await checkpoints.ack_held()
+            await checkpoints.left()
         if node.cycle is not None:
             summary["recrawl"] = node.cycle.finish(summary["end"] == "done")
         if parts.page_hooks is not None:
