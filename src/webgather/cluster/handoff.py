@@ -151,6 +151,22 @@ class Ownership:
         self.ready |= regained
         return Transition(tuple(gained), tuple(b for b in lost if b not in regained), tuple(lost_awaiting))
 
+    def resumed(self, stored: BucketTable, now: float) -> list[int]:
+        """This node restarted: ``stored`` is the last table it adopted before it stopped, and its first
+        table now is newer. Buckets that table gives it and ``stored`` did not were gained while it was
+        away: their state is not in its own store but with their owner in ``stored`` (or that owner's
+        restore, if it is gone), so they are awaited from it rather than started from nothing. Ready
+        from nothing, they fetched again what their owner had fetched (nemesis s3 seed 1146: n2, killed
+        and restarted, read as its first table the one that gave it the dead n0's buckets)."""
+        table = self.table
+        if table is None or stored.n_buckets != table.n_buckets or stored.version >= table.version:
+            return []
+        moved = sorted(b for b in self.ready if stored.owner(b) != self.node)
+        for bucket in moved:
+            self.ready.discard(bucket)
+            self.awaiting[bucket] = Awaiting(stored.owner(bucket), now)
+        return moved
+
     def take_awaiting(self, bucket: int) -> Awaiting:
         """Stop awaiting ``bucket`` (released or lost); returns what was held."""
         return self.awaiting.pop(bucket)

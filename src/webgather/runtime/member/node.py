@@ -53,7 +53,8 @@ from pathlib import Path
 from typing import Any
 
 from webgather.cachepolicy import make_cache
-from webgather.cluster.handoff import Ownership
+from webgather.cluster.handoff import Ownership, Transition
+from webgather.cluster.mapping import BucketTable
 from webgather.cluster.membership import ALIVE, Coordinating, settled
 from webgather.cluster.outage import Outage
 from webgather.cluster.patience import within_outage
@@ -69,6 +70,7 @@ from webgather.runtime.cycle.cluster import NodeCycle, RowStore
 from webgather.runtime.member.fence import keeping_alive
 from webgather.runtime.member.page_gate import PageGate
 from webgather.runtime.member.figures import node_info, node_summary
+from webgather.runtime.member.last_table import load_table, save_table, table_path
 from webgather.runtime.member.nudge import Nudge
 from webgather.runtime.durability.checkpoint import Checkpointer, HeldAcks
 from webgather.runtime.durability.losses import Losses, release_overdue
@@ -296,7 +298,7 @@ class ClusterNode:
         """Adopt the table, hand over what is stored here and not owned, plan the cycle's revisits."""
         table = await self.coordinator.get_table()
         if table is not None:
-            await self._adopt(table)
+            await self._adopt(table, load_table(table_path(self.parts.out_dir)))
         orphans: list[int] = []
         if len(self.ownership.ready) < self.cfg.n_buckets:  # a one-node crawl owns them all: no scan
             stored = set(stored_buckets(self.parts)) | set(self.rows.buckets())
@@ -474,14 +476,22 @@ class ClusterNode:
             await self._adopt(table)
         self.gate.table_read(mark)
 
-    async def _adopt(self, table: Any) -> None:
+    async def _adopt(self, table: Any, stored: BucketTable | None = None) -> None:
+        """Adopt ``table``; ``stored``: the last table adopted before this start (first table only)."""
         async with self.keeper.lock:
             first = self.ownership.table is None
             transition = self.ownership.adopt(table, self.parts.clock.monotonic())
+            if first and stored is not None:
+                gained = self.ownership.resumed(stored, self.parts.clock.monotonic())
+                if gained:
+                    log.info(f"webgather node {self.node_id}: {len(gained)} buckets were given to it while it "
+                             f"was away (table v{stored.version} -> v{table.version}): awaited from their owners")
+                    transition = Transition(gained=tuple(gained))
             wall = self.parts.clock.wall()
             self.adoptions.append((wall, table.version))
             if first:
                 self.keeper.log.extend((wall, "ready", b) for b in sorted(self.ownership.ready))
+        save_table(table_path(self.parts.out_dir), table)
         await self.keeper.on_transition(transition)
 
     def _check_leave(self, members: dict[str, dict[str, Any]]) -> None:
