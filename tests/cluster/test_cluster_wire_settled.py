@@ -110,7 +110,7 @@ def _section(host: bytes, robots: bytes, cookies: bytes, ttl: float, wall: float
 
 
 @pytest.mark.parametrize("payload, match", [
-    (_tail(0x10, b""), "sections 0x10"),  # bit 2 (0x4) marks a merge hand-off, bit 3 (0x8) a relay
+    (_tail(0x20, b""), "sections 0x20"),  # bits 2-4 (0x4, 0x8, 0x10): a merge, a relay, an unheld restore
     (_tail(0x02, _section(b"h", b"Q", b"", 1.0)), "compact form"),
     (_tail(0x02, _section(b"h", b"A", b"", -1.0)), "negative"),
     (_tail(0x02, _section(b"h", b"A", b"", float("nan"))), "NaN"),
