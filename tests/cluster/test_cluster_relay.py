@@ -9,12 +9,11 @@ whose page x had fetched; x's state came after it, merged, and could not unqueue
 from __future__ import annotations
 
 import pytest
-from keeper_helpers import crawl_item, lone_keeper, plain_frontier
+from keeper_helpers import adopted, fetched_and_queued, lone_keeper, one_bucket_table, plain_frontier
 
 from webgather.clock import FakeClock
-from webgather.cluster.handoff import Ownership
 from webgather.cluster.inprocess import InProcessHub
-from webgather.cluster.mapping import BucketTable, bucket_of
+from webgather.cluster.mapping import BucketTable
 from webgather.cluster.transport import UrlTransport
 from webgather.cluster.wire import Handoff, decode, encode_batch, encode_handoff
 from webgather.frontier.frontier import Frontier
@@ -24,37 +23,21 @@ M = 16
 BUCKET = 3
 
 
-def _frontier() -> Frontier:
-    return plain_frontier(M)
-
-
-_item = crawl_item
-
-
 def _table(version: int, owner: str) -> BucketTable:
-    return BucketTable(version, M, tuple(owner if b == BUCKET else "x" for b in range(M)))
+    return one_bucket_table(version, M, BUCKET, owner)
 
 
 def _keeper(node: str, transport: UrlTransport, frontier: Frontier) -> BucketKeeper:
-    ownership = Ownership(node)
-    ownership.adopt(_table(1, "x"), 0.0)
-    ownership.adopt(_table(2, "y"), 1.0)
-    return lone_keeper(ownership, transport, frontier, {"x", "y", "z"})
+    return lone_keeper(adopted(node, M, BUCKET, ["x", "y"]), transport, frontier, {"x", "y", "z"})
 
 
 @pytest.mark.parametrize("order", ["relay first", "state first"])
 async def test_a_bucket_lost_while_awaited_is_released_by_the_state_it_awaited(order: str) -> None:
-    host = next(f"h{i}.test" for i in range(10_000) if bucket_of(f"h{i}.test", M) == BUCKET)
-    fetched, queued = _item(f"http://{host}/"), _item(f"http://{host}/a")
-    source = _frontier()  # x's state: the first page fetched, the second queued
-    source.add([fetched, queued], 0.0)
-    taken, _ = source.next_ready(0.0)
-    assert taken is not None and taken.url == fetched.url
-    source.complete(taken, 1.0)
-    state = encode_handoff("x", 5, source.export_bucket(BUCKET))
+    source, fetched, queued = fetched_and_queued(M, BUCKET)  # x's state
+    state = encode_handoff("x", 5, source)
     hub = InProcessHub(M, FakeClock())
     y_transport, z_transport = hub.transport("y"), hub.transport("z")
-    y = _keeper("y", y_transport, _frontier())
+    y = _keeper("y", y_transport, plain_frontier(M))
     assert y.ownership.awaiting[BUCKET].expected == "x"
     await hub.transport("w").send(BUCKET, encode_batch("w", 1, [fetched]))  # a link to x's fetched page
     await y.process(await y_transport.receive([BUCKET], 10, 0))
@@ -66,7 +49,7 @@ async def test_a_bucket_lost_while_awaited_is_released_by_the_state_it_awaited(o
     if order == "relay first":
         await hub.transport("x").send(BUCKET, state)
 
-    frontier = _frontier()
+    frontier = plain_frontier(M)
     z = _keeper("z", z_transport, frontier)
     z.ownership.adopt(_table(3, "z"), 2.0)
     assert z.ownership.awaiting[BUCKET].expected == "y"
@@ -80,7 +63,7 @@ async def test_a_bucket_lost_while_awaited_is_released_by_the_state_it_awaited(o
 
 
 def test_a_relay_names_the_awaited_node() -> None:
-    source = _frontier()
+    source = plain_frontier(M)
     message = decode(encode_handoff("y", 2, source.export_bucket(BUCKET), relay="x"))
     assert isinstance(message, Handoff) and message.relay == "x" and not message.state.items
     assert not message.merge

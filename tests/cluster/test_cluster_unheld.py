@@ -12,12 +12,11 @@ hand-off *unheld* (the dead node's last manifest lists every bucket it held) and
 from __future__ import annotations
 
 import pytest
-from keeper_helpers import crawl_item, lone_keeper, plain_frontier
+from keeper_helpers import adopted, fetched_and_queued, lone_keeper, plain_frontier
 
 from webgather.clock import FakeClock
-from webgather.cluster.handoff import Awaiting, Ownership
+from webgather.cluster.handoff import Awaiting
 from webgather.cluster.inprocess import InProcessHub
-from webgather.cluster.mapping import BucketTable, bucket_of
 from webgather.cluster.transport import UrlTransport
 from webgather.cluster.wire import Handoff, decode, encode_handoff
 from webgather.frontier.bucket import BucketState
@@ -28,22 +27,9 @@ M = 16
 BUCKET = 5
 
 
-def _frontier() -> Frontier:
-    return plain_frontier(M)
-
-
-_item = crawl_item
-
-
-def _table(version: int, owner: str) -> BucketTable:
-    return BucketTable(version, M, tuple(owner if b == BUCKET else "x" for b in range(M)))
-
-
 def _keeper(transport: UrlTransport, frontier: Frontier, owners: list[str]) -> BucketKeeper:
-    ownership = Ownership("n0")
-    for version, owner in enumerate(owners, 1):
-        ownership.adopt(_table(version, owner), float(version))
-    return lone_keeper(ownership, transport, frontier, {"n0", "n2", "x"})  # n1 is dead
+    """n0's keeper after the tables in which ``owners`` own the bucket in turn; n1 is dead."""
+    return lone_keeper(adopted("n0", M, BUCKET, owners), transport, frontier, {"n0", "n2", "x"})
 
 
 @pytest.mark.parametrize("owners", [["n2", "n1", "n0"], ["n2", "n1", "n1", "n0"]])
@@ -51,18 +37,12 @@ def _keeper(transport: UrlTransport, frontier: Frontier, owners: list[str]) -> B
 async def test_an_unheld_restore_makes_the_new_owner_await_the_owner_before(order: str, owners: list[str]) -> None:
     """``owners``: the bucket's owner in each table n0 adopts; n1 may own it over two tables (file seed 25:
     a table for another node's death left it with n1, which still awaited it)."""
-    host = next(f"h{i}.test" for i in range(10_000) if bucket_of(f"h{i}.test", M) == BUCKET)
-    fetched, queued = _item(f"http://{host}/"), _item(f"http://{host}/a")
-    source = _frontier()  # n2's state: the first page fetched, the second queued
-    source.add([fetched, queued], 0.0)
-    taken, _ = source.next_ready(0.0)
-    assert taken is not None and taken.url == fetched.url
-    source.complete(taken, 1.0)
-    state = encode_handoff("n2", 5, source.export_bucket(BUCKET))
+    source, _fetched, queued = fetched_and_queued(M, BUCKET)  # n2's state
+    state = encode_handoff("n2", 5, source)
     unheld = encode_handoff("n1", 0, BucketState(BUCKET, M), unheld=True)
     hub = InProcessHub(M, FakeClock())
     transport = hub.transport("n0")
-    frontier = _frontier()
+    frontier = plain_frontier(M)
     n0 = _keeper(transport, frontier, owners)
     assert n0.ownership.awaiting[BUCKET] == Awaiting("n1", float(len(owners)), earlier="n2")
 
@@ -87,7 +67,7 @@ async def test_an_unheld_restore_releases_empty_where_the_owner_before_is_not_kn
     for owners in (["n1", "n0"], ["n0", "n1", "n0"]):
         hub = InProcessHub(M, FakeClock())
         transport = hub.transport("n0")
-        n0 = _keeper(transport, _frontier(), owners)
+        n0 = _keeper(transport, plain_frontier(M), owners)
         await hub.transport("n1").send(BUCKET, encode_handoff("n1", 0, BucketState(BUCKET, M), unheld=True))
         await n0.process(await transport.receive([BUCKET], 10, 0))
         assert n0.ownership.is_ready(BUCKET) and n0.counts["relays_in"] == 0
@@ -104,15 +84,9 @@ async def test_an_unheld_restore_among_claimed_deliveries_redirects_and_releases
     """n0 awaits the bucket from n2 (the owner before it: n1); both are dead. n2's unheld restore is
     pending in the stream, claimed with the rest at a beat: it redirects the bucket to n1, and does not
     release it empty on the way (nemesis file seed 25); n1's restored state then does."""
-    host = next(f"h{i}.test" for i in range(10_000) if bucket_of(f"h{i}.test", M) == BUCKET)
-    fetched, queued = _item(f"http://{host}/"), _item(f"http://{host}/a")
-    source = _frontier()
-    source.add([fetched, queued], 0.0)
-    taken, _ = source.next_ready(0.0)
-    assert taken is not None
-    source.complete(taken, 1.0)
+    source, _fetched, _queued = fetched_and_queued(M, BUCKET)  # n1's state, restored from its checkpoint
     hub = InProcessHub(M, FakeClock())
-    transport, frontier = hub.transport("n0"), _frontier()
+    transport, frontier = hub.transport("n0"), plain_frontier(M)
     n0 = _keeper(transport, frontier, ["n1", "n2", "n0"])
     n0.members_alive({"n0", "x"})
     assert n0.ownership.awaiting[BUCKET] == Awaiting("n2", 3.0, earlier="n1")
@@ -121,6 +95,6 @@ async def test_an_unheld_restore_among_claimed_deliveries_redirects_and_releases
     await n0.claim_from_gone()
     assert not n0.ownership.is_ready(BUCKET), "released on an empty state: the fetched page comes again"
     assert n0.ownership.awaiting[BUCKET].expected == "n1"
-    await hub.transport("r").send(BUCKET, encode_handoff("n1", 0, source.export_bucket(BUCKET)))
+    await hub.transport("r").send(BUCKET, encode_handoff("n1", 0, source))
     await n0.process(await transport.receive([BUCKET], 10, 0))
     assert n0.ownership.is_ready(BUCKET) and frontier.queued == 1
