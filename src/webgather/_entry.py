@@ -28,6 +28,8 @@ import signal
 import sys
 from typing import TYPE_CHECKING, NoReturn
 
+from webgather import _term_seen
+
 if TYPE_CHECKING:
     from types import FrameType
 
@@ -70,7 +72,9 @@ def _as_sigint(signum: int, frame: FrameType | None) -> None:
     which cancels the main task; on another running loop (or when SIGINT is ignored, as a shell does
     for a background job, so no runner took it over), raised from a callback of its own. Raised where
     the signal lands, a KeyboardInterrupt inside the loop's own callbacks (a transport's read, say) is
-    logged by uvloop as a fatal error with a traceback. Before any loop runs, raised where the process is."""
+    logged by uvloop as a fatal error with a traceback. Before any loop runs, raised where the process is.
+    Noted first (:mod:`webgather._term_seen`): the runner's cancellation can be lost, the note cannot."""
+    _term_seen.note()
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler) and handler not in (_as_sigint, signal.default_int_handler):
         handler(signal.SIGINT, frame)

@@ -10,7 +10,9 @@ that arrives while the node opens its state (seconds on a large frontier) is kep
 and handed to the node as it starts, and one that arrives after its crawl ended
 is absorbed while it writes its summary. Without that, a SIGTERM in either gap
 killed the process (exit -15, a summary half written), which a rolling restart
-of a cluster hits every time.
+of a cluster hits every time. A SIGTERM that came before, while the command line's
+entry held it, and whose interruption was lost (:mod:`webgather._term_seen`), is
+handed to the node the same way.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import logging
 import signal
 from collections.abc import Callable, Iterator
 from typing import Any
+
+from webgather import _term_seen
 
 __all__ = ["NodeSignals", "crawl_signals"]
 
@@ -60,6 +64,8 @@ class NodeSignals:
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
         with crawl_signals(lambda: self._got(0), lambda: self._got(1)):
+            if _term_seen.take():  # the entry's interruption was lost (webgather._term_seen): handled here
+                self._got(0)
             yield
 
     def attach(self, on_term: Callable[[], object], on_int: Callable[[], object]) -> None:
