@@ -40,8 +40,10 @@ async def test_kill_9_and_restart_with_the_disk_refetches_at_most_what_it_did_si
     the pages fetched twice (over every node's crawl log) are at most those b started since its last
     checkpoint's snapshot (the README's bound for ``[cluster] checkpoint_s``); politeness holds by the
     server's own records."""
+    # a 0.4 s delay (0.25 by default): under a loaded CI node a crawled most of the 480 pages while b
+    # started, and b ended after 25 pages, before the fault's point
     outcome = await run_scenario(tmp_path, (tmp_path / "shared").as_uri(), fault="kill_restart",
-                                 kill_after_pages=30, crawled_s=3.5, mean_pages_per_host=20.0)
+                                 kill_after_pages=30, crawled_s=3.5, mean_pages_per_host=20.0, min_delay_s=0.4)
     print(outcome.row(), outcome.victim_after, outcome.counters, outcome.refetched_ages,
           outcome.politeness_examples)
     assert outcome.exit_codes == {"a": 0, "b": -9, "c": 0, AGAIN: 0}
